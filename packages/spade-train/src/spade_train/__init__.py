@@ -1,0 +1,7 @@
+"""spade-train: see the package README."""
+
+from importlib.metadata import version as _version
+
+__version__ = _version("spade-train")
+
+__all__ = ["__version__"]

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Run every package's tests, each in its own isolated environment that holds only that
+# package, its declared dependencies (all extras) and the dev group, so a package that
+# imports something it does not declare fails here.
+# Usage: scripts/test.sh [PACKAGE ...] [-- PYTEST-ARGS...]   (default: all packages)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+packages=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do packages+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+[ ${#packages[@]} -eq 0 ] && packages=(spade-sandbox spade-envs spade-corpus spade-train spade-eval)
+
+frozen=()
+[ -n "${CI:-}" ] && frozen=(--frozen)
+
+failed=()
+for pkg in "${packages[@]}"; do
+  echo "=== $pkg ==="
+  uv run "${frozen[@]}" --isolated --package "$pkg" --all-extras --group dev \
+    pytest "packages/$pkg/tests" "$@"
+  rc=$?
+  # pytest exit 5 means no test ran: that is a failure here, never a pass.
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 5 ] && echo "$pkg: no tests were collected (pytest exit 5)"
+    failed+=("$pkg")
+  fi
+done
+
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "FAILED packages: ${failed[*]}"
+  exit 1
+fi
+echo "all packages passed: ${packages[*]}"
