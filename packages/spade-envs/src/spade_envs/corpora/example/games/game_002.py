@@ -1,6 +1,5 @@
 """Residue probing: find a hidden number by asking for its remainders modulo small numbers."""
 
-import math
 import random
 import re
 
@@ -74,7 +73,6 @@ class ResidueProbeEnv:
 
     def solution(self) -> str:
         moduli = [19, 17, 16, 9]  # pairwise coprime, product 46512 > 10000
-        assert math.lcm(*moduli) > _SECRET_BOUND
         return "\n".join([f"\\boxed{{mod {k}}}" for k in moduli] + [f"\\boxed{{{self._secret}}}"])
 
     def close(self) -> None:
