@@ -1,7 +1,87 @@
-"""spade-envs: see the package README."""
+"""spade-envs: the SPADE environment contract, its checker, a Gymnasium adapter, the chat
+episode runner and corpus playback. See the package README."""
 
 from importlib.metadata import version as _version
 
+from .chat import (
+    DEFAULT_SYSTEM_PROMPT,
+    FORMAT_REMINDER,
+    Agent,
+    BatchAgent,
+    EpisodeError,
+    EpisodeResult,
+    EpisodeSpec,
+    Message,
+    OpenAIChatAgent,
+    ParsedAction,
+    RandomAgent,
+    ReplayAgent,
+    TurnRecord,
+    parse_action,
+    run_episode,
+    run_episodes,
+    write_transcript,
+)
+from .checker import REASON_CODES, CheckReport, check_env, check_step_result, play_actions, solution_actions
+from .core import (
+    ALLOWED_IMPORTS,
+    DEFAULT_MAX_TURNS,
+    RETURN_BOUNDS,
+    REWARD_BOUNDS,
+    SKILLS,
+    TOOL_USE,
+    EnvFactory,
+    StepResult,
+    TextEnvironment,
+    contract_text,
+    episode_return,
+    with_hint,
+)
+from .corpus import (
+    RECORD_SCHEMA,
+    Corpus,
+    EnvRecord,
+    example_corpus_path,
+    load_corpus,
+    resolve_corpus_path,
+    sha256_text,
+    write_corpus,
+)
+from .errors import (
+    ChecksumError,
+    ContractError,
+    CorpusError,
+    SandboxUnavailableError,
+    SourceError,
+    SpadeEnvsError,
+)
+from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
+from .registry import NAMESPACE, make_corpus_env, register_corpus
+from .registry import _register_example as _register_example
+from .source import SandboxedFactory, find_env_class, load_env, load_env_class
+
 __version__ = _version("spade-envs")
 
-__all__ = ["__version__"]
+_register_example()
+
+__all__ = [
+    "__version__",
+    # contract
+    "SKILLS", "TOOL_USE", "REWARD_BOUNDS", "RETURN_BOUNDS", "DEFAULT_MAX_TURNS", "ALLOWED_IMPORTS",
+    "StepResult", "TextEnvironment", "EnvFactory", "episode_return", "with_hint", "contract_text",
+    # checker
+    "check_env", "check_step_result", "play_actions", "solution_actions", "CheckReport", "REASON_CODES",
+    # loading
+    "load_env", "load_env_class", "find_env_class", "SandboxedFactory",
+    # gymnasium
+    "SpadeGymEnv", "TEXT_CHARSET", "text_space", "register_corpus", "make_corpus_env", "NAMESPACE",
+    # chat runner
+    "Message", "Agent", "BatchAgent", "ParsedAction", "parse_action", "TurnRecord", "EpisodeError",
+    "EpisodeResult", "EpisodeSpec", "run_episode", "run_episodes", "write_transcript",
+    "RandomAgent", "ReplayAgent", "OpenAIChatAgent", "DEFAULT_SYSTEM_PROMPT", "FORMAT_REMINDER",
+    # corpus
+    "EnvRecord", "Corpus", "load_corpus", "write_corpus", "resolve_corpus_path", "example_corpus_path",
+    "sha256_text", "RECORD_SCHEMA",
+    # errors
+    "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
+]

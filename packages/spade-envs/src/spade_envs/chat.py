@@ -1,0 +1,411 @@
+"""Chat-format episodes: observations as user turns, agent replies as assistant turns.
+
+Message layout: an optional system message, then the first observation as a user message (with
+the privileged hint appended as ``"\\n\\nHINT: {hint}"`` when given, the way the released
+environments expect), then alternating assistant replies and user observations.
+
+Action format: the runner extracts the action from an agent reply as
+
+1. the content of the LAST ``<action>…</action>`` tag, else
+2. the LAST ``\\boxed{…}`` expression (braces balanced; passed on with its ``\\boxed`` wrapper,
+   since cognitive-game environments read it themselves), else
+3. the content of the LAST fenced code block.
+
+A reply with none of these is *malformed*. ``on_malformed="forward"`` (default) passes the
+whole reply to the environment, which answers with its own format message; ``"reprompt"`` does
+not step the environment, appends :data:`FORMAT_REMINDER` as the next observation and counts
+the turn with reward 0. Either way the turn is recorded with ``malformed=True``.
+
+The runner stops after ``max_turns`` agent turns (truncated) even if the environment does not.
+An exception from the environment or the agent ends that episode only: it is recorded in
+``EpisodeResult.error`` with the boundary it came from, and never scored as a reward.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from .core import DEFAULT_MAX_TURNS, EnvFactory, TextEnvironment, episode_return, with_hint
+
+__all__ = [
+    "Message",
+    "Agent",
+    "BatchAgent",
+    "ParsedAction",
+    "parse_action",
+    "TurnRecord",
+    "EpisodeError",
+    "EpisodeResult",
+    "EpisodeSpec",
+    "run_episode",
+    "run_episodes",
+    "write_transcript",
+    "RandomAgent",
+    "ReplayAgent",
+    "OpenAIChatAgent",
+    "DEFAULT_SYSTEM_PROMPT",
+    "FORMAT_REMINDER",
+]
+
+Message = dict[str, str]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are playing a text game. Read each observation, think briefly, then end your reply with "
+    "your move. Write answers as \\boxed{...} exactly as the game asks."
+)
+FORMAT_REMINDER = "No action found in your reply. End your reply with your move, e.g. \\boxed{...}."
+
+
+class Agent(Protocol):
+    """Anything that maps the chat so far to the next reply."""
+
+    def __call__(self, messages: list[Message]) -> str: ...
+
+
+class BatchAgent(Protocol):
+    """Replies to many chats at once (one batched generation call)."""
+
+    def __call__(self, batch: list[list[Message]]) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """``action`` to send to the environment; ``malformed`` when the reply had no action."""
+
+    action: str
+    malformed: bool
+    source: Literal["action_tag", "boxed", "fence", "none"]
+
+
+_ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
+
+
+def _last_boxed(text: str) -> str | None:
+    start = text.rfind("\\boxed{")
+    while start != -1:
+        depth, i = 0, start + len("\\boxed")
+        while i < len(text):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start : i + 1]
+            i += 1
+        start = text.rfind("\\boxed{", 0, start)  # unbalanced: try an earlier one
+    return None
+
+
+def parse_action(reply: str) -> ParsedAction:
+    """Extract the action from an agent reply (see the module docstring for the rules)."""
+    tags = _ACTION_TAG.findall(reply)
+    if tags:
+        return ParsedAction(tags[-1].strip(), False, "action_tag")
+    boxed = _last_boxed(reply)
+    if boxed is not None:
+        return ParsedAction(boxed, False, "boxed")
+    fences = _FENCE.findall(reply)
+    if fences:
+        return ParsedAction(fences[-1].strip(), False, "fence")
+    return ParsedAction(reply, True, "none")
+
+
+@dataclass
+class TurnRecord:
+    """One agent turn: the reply, the action taken from it, and what the environment returned."""
+
+    reply: str
+    action: str
+    malformed: bool
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EpisodeError:
+    """Why an episode stopped early. ``boundary``: environment, agent, sandbox or infrastructure."""
+
+    boundary: str
+    kind: str
+    message: str
+
+
+@dataclass
+class EpisodeResult:
+    """An episode: messages, per-turn records, return, and an error if it stopped early."""
+
+    env_id: str
+    seed: int | None
+    hinted: bool
+    messages: list[Message]
+    turns: list[TurnRecord]
+    episode_return: float
+    terminated: bool
+    truncated: bool
+    error: EpisodeError | None = None
+    wall_s: float = 0.0
+
+    @property
+    def won(self) -> bool:
+        return self.error is None and self.episode_return >= 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EpisodeSpec:
+    """What to play: a factory, a seed, and optionally the hint and limits."""
+
+    factory: EnvFactory
+    seed: int | None = None
+    hint: str | None = None
+    env_id: str = "env"
+    max_turns: int = DEFAULT_MAX_TURNS
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def _boundary(exc: BaseException) -> str:
+    # spade-sandbox errors carry `is_infrastructure`; duck-typed so this package need not import it.
+    if hasattr(exc, "reason"):
+        return "infrastructure" if getattr(exc, "is_infrastructure", False) else "sandbox"
+    return "environment"
+
+
+class _Episode:
+    def __init__(self, spec: EpisodeSpec, system_prompt: str | None):
+        self.spec = spec
+        self.env: TextEnvironment | None = None
+        self.messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        self.turns: list[TurnRecord] = []
+        self.done = False
+        self.terminated = self.truncated = False
+        self.error: EpisodeError | None = None
+        self.started = time.perf_counter()
+
+    def fail(self, boundary: str, exc: BaseException) -> None:
+        self.error = EpisodeError(boundary, type(exc).__name__, str(exc)[:2000])
+        self.done = True
+
+    def start(self) -> None:
+        try:
+            self.env = self.spec.factory(**{"max_turns": self.spec.max_turns, **self.spec.env_kwargs})
+            observation, _ = self.env.reset(seed=self.spec.seed)
+        except Exception as exc:
+            self.fail(_boundary(exc), exc)
+            return
+        self.messages.append({"role": "user", "content": with_hint(observation, self.spec.hint)})
+
+    def advance(self, reply: str, on_malformed: str) -> None:
+        parsed = parse_action(reply)
+        self.messages.append({"role": "assistant", "content": reply})
+        if parsed.malformed and on_malformed == "reprompt":
+            observation, reward, terminated, truncated, info = FORMAT_REMINDER, 0.0, False, False, {}
+        else:
+            try:
+                observation, reward, terminated, truncated, info = self.env.step(parsed.action)
+                reward = float(reward)
+                if not math.isfinite(reward):
+                    raise ValueError(f"step returned a non-finite reward {reward}")
+            except Exception as exc:
+                self.fail(_boundary(exc), exc)
+                return
+        if not terminated and len(self.turns) + 1 >= self.spec.max_turns:
+            truncated = True
+        self.turns.append(TurnRecord(reply, parsed.action, parsed.malformed, observation, reward, bool(terminated), bool(truncated), info))
+        self.messages.append({"role": "user", "content": observation})
+        if terminated or truncated:
+            self.terminated, self.truncated, self.done = bool(terminated), bool(truncated), True
+
+    def result(self) -> EpisodeResult:
+        if self.env is not None:
+            try:
+                self.env.close()
+            except Exception:
+                pass  # closing is best effort; the episode's outcome is already recorded
+        final = self.turns[-1].reward if self.turns else 0.0
+        ret = 0.0 if self.error else episode_return(final, self.terminated)
+        return EpisodeResult(
+            self.spec.env_id, self.spec.seed, bool(self.spec.hint), self.messages, self.turns, ret,
+            self.terminated, self.truncated, self.error, time.perf_counter() - self.started,
+        )
+
+
+def run_episodes(
+    specs: Sequence[EpisodeSpec],
+    agent: BatchAgent,
+    *,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    on_malformed: Literal["forward", "reprompt"] = "forward",
+    on_turn: Callable[[int, int], None] | None = None,
+) -> list[EpisodeResult]:
+    """Play many episodes in lockstep: each round, one batched agent call for all live episodes.
+
+    ``on_turn(finished, total)`` is called after each round (for progress bars).
+    """
+    if on_malformed not in ("forward", "reprompt"):
+        raise ValueError(f"on_malformed must be 'forward' or 'reprompt', not {on_malformed!r}")
+    episodes = [_Episode(spec, system_prompt) for spec in specs]
+    for ep in episodes:
+        ep.start()
+    while True:
+        live = [ep for ep in episodes if not ep.done]
+        if not live:
+            break
+        try:
+            replies = agent([ep.messages for ep in live])
+            if len(replies) != len(live):
+                raise ValueError(f"agent returned {len(replies)} replies for {len(live)} chats")
+        except Exception as exc:
+            for ep in live:
+                ep.fail("agent", exc)
+            break
+        for ep, reply in zip(live, replies):
+            if not isinstance(reply, str):
+                ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
+            else:
+                ep.advance(reply, on_malformed)
+        if on_turn is not None:
+            on_turn(sum(ep.done for ep in episodes), len(episodes))
+    return [ep.result() for ep in episodes]
+
+
+def run_episode(
+    spec: EpisodeSpec,
+    agent: Agent,
+    *,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    on_malformed: Literal["forward", "reprompt"] = "forward",
+) -> EpisodeResult:
+    """Play one episode with a single-chat agent."""
+    return run_episodes([spec], lambda batch: [agent(m) for m in batch], system_prompt=system_prompt, on_malformed=on_malformed)[0]
+
+
+def write_transcript(result: EpisodeResult, path: str | os.PathLike[str]) -> Path:
+    """Write an episode as JSON atomically (temp file in the same directory, then rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(result.to_dict(), fh, ensure_ascii=False, indent=1)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+_WORD = re.compile(r"-?\d+|[A-Za-z]+")
+
+
+class RandomAgent:
+    """A seeded random guesser: ``\\boxed{token}`` with a token from the last observation or a small integer.
+
+    Stateless between calls: the choice depends only on ``seed`` and the chat so far, so a batch
+    of episodes replays exactly.
+    """
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def __call__(self, messages: list[Message]) -> str:
+        last = messages[-1]["content"] if messages else ""
+        rng = random.Random(f"{self.seed}:{len(messages)}:{last}")
+        tokens = _WORD.findall(last)
+        token = rng.choice(tokens) if tokens and rng.random() < 0.5 else str(rng.randint(0, 20))
+        return f"\\boxed{{{token}}}"
+
+
+class ReplayAgent:
+    """Replays a fixed list of replies: the n-th assistant turn gets ``replies[n]`` (the last repeats)."""
+
+    def __init__(self, replies: Sequence[str]):
+        if not replies:
+            raise ValueError("ReplayAgent needs at least one reply")
+        self.replies = list(replies)
+
+    def __call__(self, messages: list[Message]) -> str:
+        turn = sum(m["role"] == "assistant" for m in messages)
+        return self.replies[min(turn, len(self.replies) - 1)]
+
+
+class OpenAIChatAgent:
+    """An agent backed by an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    ``base_url`` is the server root or its ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``). No API
+    key is needed for local servers; ``api_key`` defaults to ``$OPENAI_API_KEY`` when set.
+    Retries with exponential backoff on connection errors, timeouts and 5xx/429 answers.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        temperature: float = 0.7,
+        max_tokens: int = 512,
+        timeout_s: float = 60.0,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        concurrency: int = 8,
+    ):
+        base = base_url.rstrip("/")
+        self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+        self.model = model
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self.concurrency = concurrency
+
+    def __call__(self, messages: list[Message]) -> str:
+        import urllib.error
+        import urllib.request
+
+        body = json.dumps({
+            "model": self.model, "messages": messages,
+            "temperature": self.temperature, "max_tokens": self.max_tokens,
+        }).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                    data = json.loads(response.read())
+                return data["choices"][0]["message"]["content"] or ""
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500 and exc.code != 429:
+                    raise RuntimeError(f"{self.url} answered HTTP {exc.code}: {exc.read()[:200]!r}") from None
+                last = exc
+            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+                last = exc
+            except (KeyError, IndexError, json.JSONDecodeError) as exc:
+                raise RuntimeError(f"{self.url} returned an unexpected body: {exc}") from None
+            if attempt < self.retries:
+                time.sleep(self.backoff_s * 2**attempt)
+        raise RuntimeError(f"{self.url} failed after {self.retries + 1} attempts: {last}")
+
+    def batch(self, batch: list[list[Message]]) -> list[str]:
+        """Reply to many chats concurrently (up to ``concurrency`` requests in flight)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(batch)))) as pool:
+            return list(pool.map(self, batch))

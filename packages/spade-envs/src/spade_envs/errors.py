@@ -1,0 +1,51 @@
+"""Exceptions of spade-envs: one root, each also the standard error it stands for.
+
+Every exception pickles (so Ray and multiprocessing can carry it) and has a one-line message
+that names the problem and the fix.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SpadeEnvsError",
+    "ContractError",
+    "SourceError",
+    "CorpusError",
+    "ChecksumError",
+    "SandboxUnavailableError",
+]
+
+
+class SpadeEnvsError(Exception):
+    """Root of every error raised by spade-envs."""
+
+
+class ContractError(SpadeEnvsError, TypeError):
+    """An environment breaks the contract of :mod:`spade_envs.core`.
+
+    ``code`` is a short stable reason code (e.g. ``reset_return_type``) that validators record.
+    """
+
+    def __init__(self, code: str, message: str):
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+
+class SourceError(SpadeEnvsError, ValueError):
+    """Environment source cannot be loaded (syntax error, no or several ``*Env`` classes)."""
+
+
+class CorpusError(SpadeEnvsError, ValueError):
+    """A corpus is malformed: missing file or field, invalid JSON, duplicate id."""
+
+
+class ChecksumError(CorpusError):
+    """A corpus file's SHA-256 does not match its manifest or ``checksums.sha256``."""
+
+
+class SandboxUnavailableError(SpadeEnvsError, ImportError):
+    """Sandboxed loading was asked for but spade-sandbox is not installed."""

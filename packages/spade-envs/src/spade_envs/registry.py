@@ -1,0 +1,75 @@
+"""Gymnasium registration: ``gymnasium.make("spade/<env_id>")`` for corpus environments.
+
+``register_corpus(path)`` registers every environment of a corpus under the ``spade``
+namespace; importing spade_envs registers the shipped example corpus, so
+``gymnasium.make("spade/<id>")`` works after ``import spade_envs`` (or, without an import,
+``gymnasium.make("spade_envs:spade/<id>")``). The corpus is loaded and verified once per path,
+on the first ``make``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+
+from .corpus import Corpus, example_corpus_path, load_corpus, resolve_corpus_path
+from .errors import CorpusError
+
+__all__ = ["NAMESPACE", "register_corpus", "make_corpus_env"]
+
+NAMESPACE = "spade"
+
+
+@lru_cache(maxsize=32)
+def _cached_corpus(path: str) -> Corpus:
+    return load_corpus(path)
+
+
+def make_corpus_env(corpus_path: str, env_id: str, hint: bool = False, sandbox: bool = False, **kwargs: Any):
+    """Gymnasium entry point: the SpadeGymEnv of ``env_id`` in the corpus at ``corpus_path``."""
+    return _cached_corpus(corpus_path).make(env_id, hint=hint, sandbox=sandbox, **kwargs)
+
+
+def _manifest_ids(path: Path) -> list[str]:
+    if path.is_dir():
+        manifest = path / "manifest.jsonl"
+        if not manifest.is_file():
+            raise CorpusError(f"{path}: no manifest.jsonl; is this a SPADE corpus directory?")
+        lines = manifest.read_text(encoding="utf-8").splitlines()
+        try:
+            return [json.loads(line)["id"] for line in lines if line.strip()]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            pass  # let load_corpus name the bad line
+    return load_corpus(path).ids()
+
+
+def register_corpus(path: str | os.PathLike[str] = "example", *, namespace: str = NAMESPACE, overwrite: bool = True) -> list[str]:
+    """Register every environment of the corpus as ``<namespace>/<env_id>``; returns the Gymnasium ids.
+
+    Extra keyword arguments of ``gymnasium.make`` (``hint=True``, ``max_turns=…``,
+    ``sandbox=True``, ``render_mode="ansi"``) reach :meth:`Corpus.make`.
+    """
+    resolved = resolve_corpus_path(path).resolve()
+    ids = []
+    for env_id in _manifest_ids(resolved):
+        gym_id = f"{namespace}/{env_id}"
+        if gym_id in gymnasium.registry and not overwrite:
+            raise CorpusError(f"{gym_id} is already registered; pass overwrite=True or another namespace")
+        gymnasium.registry.pop(gym_id, None)
+        gymnasium.register(
+            id=gym_id,
+            entry_point="spade_envs.registry:make_corpus_env",
+            kwargs={"corpus_path": str(resolved), "env_id": env_id},
+        )
+        ids.append(gym_id)
+    return ids
+
+
+def _register_example() -> None:
+    if (example_corpus_path() / "manifest.jsonl").is_file():
+        register_corpus(example_corpus_path())
