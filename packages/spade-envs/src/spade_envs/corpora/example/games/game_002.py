@@ -28,6 +28,7 @@ class ResidueProbeEnv:
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         rng = random.Random(seed)
         self._secret = rng.randrange(_SECRET_BOUND)
+        clue = rng.randrange(2, _MAX_MODULUS + 1)  # one free remainder to start from
         self._turn = 0
         self._done = False
         observation = (
@@ -35,7 +36,8 @@ class ResidueProbeEnv:
             f"either ask for the remainder of S divided by k, for any integer 2 <= k <= "
             f"{_MAX_MODULUS}, by answering \\boxed{{mod k}} (for example \\boxed{{mod 7}}), or "
             "guess S by answering \\boxed{N} (for example \\boxed{1234}). A correct guess wins; "
-            f"a wrong guess is only marked wrong. You have {self.max_turns} turns in total."
+            f"a wrong guess is only marked wrong. You have {self.max_turns} turns in total. "
+            f"To start you off: S mod {clue} = {self._secret % clue}."
         )
         return observation, self._info()
 

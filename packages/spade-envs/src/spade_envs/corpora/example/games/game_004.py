@@ -35,6 +35,10 @@ class CodeBreakerEnv:
         rng = random.Random(seed)
         digits = "123456789"[: self.num_digits]
         self._secret = "".join(rng.choice(digits) for _ in range(self.length))
+        opening = self._secret
+        while opening == self._secret:  # a free first clue that is not the code itself
+            opening = "".join(rng.choice(digits) for _ in range(self.length))
+        exact, partial = score(self._secret, opening)
         self._turn = 0
         self._done = False
         observation = (
@@ -43,7 +47,8 @@ class CodeBreakerEnv:
             f"{self.length} digits, for example \\boxed{{{digits[0] * self.length}}}. After each "
             "guess I say how many digits are right and in the right place (exact) and how many "
             "more are right but in the wrong place (partial). Guessing the code wins. You have "
-            f"{self.max_turns} guesses."
+            f"{self.max_turns} guesses. To start you off: {opening} would score exact {exact}, "
+            f"partial {partial}."
         )
         return observation, self._info()
 

@@ -25,16 +25,21 @@ class SonarSearchEnv:
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         rng = random.Random(seed)
         self._target = (rng.randrange(1, self.size + 1), rng.randrange(1, self.size + 1))
+        n = self.size
+        first = self._target
+        while first == self._target:  # a free first ping from a cell that is not the beacon
+            first = (rng.randrange(1, n + 1), rng.randrange(1, n + 1))
+        first_distance = abs(first[0] - self._target[0]) + abs(first[1] - self._target[1])
         self._turn = 0
         self._done = False
-        n = self.size
         observation = (
             f"A beacon is hidden in one cell of a {n} x {n} grid; rows and columns are numbered "
             f"1 to {n}, row 1 at the top and column 1 at the left. Each turn probe one cell by "
             "answering \\boxed{row, column}, for example \\boxed{5, 12}. A probe of the beacon's "
             "cell wins; any other probe reports its Manhattan distance to the beacon "
             "(|row difference| + |column difference|). You have "
-            f"{self.max_turns} probes."
+            f"{self.max_turns} probes. A first free probe of ({first[0]}, {first[1]}) reported "
+            f"distance {first_distance}."
         )
         return observation, self._info()
 

@@ -36,12 +36,13 @@ class SwitchWiringEnv:
         for bulb in self._bulbs:
             wired = {s for s in switches if rng.random() < 0.4}
             self._wiring[bulb] = frozenset(wired or {rng.choice(switches)})
-        self._on = set()
+        self._initially_on = {rng.choice(switches)}
+        self._on = set(self._initially_on)
         self._turn = 0
         self._done = False
         observation = (
-            f"A panel has {self.num_switches} switches (1 to {self.num_switches}), all off, and "
-            f"{self.num_bulbs} bulbs ({', '.join(self._bulbs)}), all dark. Each bulb is wired to "
+            f"A panel has {self.num_switches} switches (1 to {self.num_switches}) and "
+            f"{self.num_bulbs} bulbs ({', '.join(self._bulbs)}). Each bulb is wired to "
             "one or more switches and is lit exactly when at least one of its switches is on. "
             "Each turn flip one switch with \\boxed{flip k} (for example \\boxed{flip 2}) and see "
             "which bulbs are lit. When you know the wiring, answer with each bulb and all of its "
@@ -103,16 +104,17 @@ class SwitchWiringEnv:
         return {"turn": self._turn, "switches_on": sorted(self._on)}
 
     def solution(self) -> str:
-        # Test each switch alone: on, read the bulbs, off again (the last one may stay on).
-        flips = []
-        for switch in range(1, self.num_switches + 1):
-            flips.append(f"\\boxed{{flip {switch}}}")
-            if switch < self.num_switches:
-                flips.append(f"\\boxed{{flip {switch}}}")
+        # Test each switch alone: the one that starts on is read at once and turned off, then
+        # every other goes on, is read, and goes off again (the last one may stay on).
+        (first,) = self._initially_on
+        others = [s for s in range(1, self.num_switches + 1) if s != first]
+        flips = [first]
+        for switch in others:
+            flips += [switch] if switch == others[-1] else [switch, switch]
         wiring = " ".join(
             f"{bulb}={''.join(str(s) for s in sorted(self._wiring[bulb]))}" for bulb in self._bulbs
         )
-        return "\n".join(flips + [f"\\boxed{{{wiring}}}"])
+        return "\n".join([f"\\boxed{{flip {s}}}" for s in flips] + [f"\\boxed{{{wiring}}}"])
 
     def close(self) -> None:
         self._done = True
