@@ -1,0 +1,242 @@
+"""The sandbox protocol: what a backend is, and the host side of the wire that all share.
+
+A backend (`Backend`) starts workers: sandboxed processes running worker.py, each serving
+exactly one environment (or one script) over framed JSON (wire.py), and each used once, so
+no environment ever sees another's state. `WorkerHandle` is the host's grip on one worker.
+`FramedWorker` implements the handle over a pair of file descriptors (requests, replies);
+a backend subclasses it and supplies how to kill, reap and describe the death of its
+process. Backends are registered by name (`register_backend`, duplicates refused) and looked
+up with `get_backend`; "process" and "docker" are registered by the package. The "docker"
+entry imports `spade_sandbox.docker_backend` on first use and calls its `DockerBackend()`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from . import wire
+from .errors import (
+    InfrastructureError,
+    OutputTooLarge,
+    ProtocolError,
+    ReasonCode,
+    SandboxError,
+    SandboxTimeout,
+    error_for,
+)
+from .limits import SandboxConfig
+
+FATAL_REASONS = frozenset(
+    {
+        ReasonCode.TIMEOUT,
+        ReasonCode.MEMORY,
+        ReasonCode.CRASHED,
+        ReasonCode.FORBIDDEN_SYSCALL,
+        ReasonCode.FORBIDDEN_IMPORT,
+        ReasonCode.OUTPUT_TOO_LARGE,
+        ReasonCode.PROTOCOL_ERROR,
+        ReasonCode.INFRASTRUCTURE,
+    }
+)
+"""Reasons after which a worker is not used again (it is killed, or it exits by itself)."""
+
+
+@runtime_checkable
+class WorkerHandle(Protocol):
+    """One started worker, as the host sees it."""
+
+    layers: dict[str, str]
+    """Isolation layer name -> "active[: detail]" or "unavailable: why"."""
+    work_dir: str
+    """The worker's private work directory on the host (for diagnostics)."""
+
+    @property
+    def alive(self) -> bool: ...
+
+    def request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
+        """Send one request and return the reply's value, or raise a `SandboxError`.
+
+        After a fatal error (`FATAL_REASONS`) the worker is dead and reaped."""
+        ...
+
+    def close(self) -> None:
+        """Ask the worker to close, then kill and reap it and remove its work dir; idempotent."""
+        ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Starts isolated workers; the same worker program and wire protocol for every backend."""
+
+    name: str
+
+    def start(self, config: SandboxConfig) -> WorkerHandle:
+        """A worker that answered `init`, its layers applied; raises `InfrastructureError`."""
+        ...
+
+    def host_layers(self, config: SandboxConfig) -> dict[str, str]:
+        """Layers this backend provides outside the worker, for `doctor` (no worker started)."""
+        ...
+
+
+class FramedWorker:
+    """Host side of a worker reached through a request fd and a reply fd.
+
+    Subclasses implement `_kill()` (kill everything the worker started, from outside),
+    `_reap(timeout_s) -> int | None` (wait for the exit status: >= 0 exit code, < 0 signal),
+    and may override `_cleanup()` (release fds, work dir) and `_stderr_tail()`.
+    """
+
+    def __init__(self, request_fd: int, reply_fd: int, work_dir: str) -> None:
+        self.request_fd = request_fd
+        self.reply_fd = reply_fd
+        self.work_dir = work_dir
+        self.layers: dict[str, str] = {}
+        self._ids = itertools.count(1)
+        self._dead = False
+        self._closed = False
+        self._lock = threading.Lock()
+        os.set_blocking(request_fd, False)
+        os.set_blocking(reply_fd, False)
+
+    # -- to implement -----------------------------------------------------------------
+    def _kill(self) -> None:
+        raise NotImplementedError
+
+    def _reap(self, timeout_s: float) -> int | None:
+        raise NotImplementedError
+
+    def _cleanup(self) -> None:
+        for fd in (self.request_fd, self.reply_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _stderr_tail(self) -> str:
+        return ""
+
+    # -- shared -----------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return not self._dead
+
+    def request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
+        with self._lock:
+            if self._dead:
+                raise ProtocolError("this worker is no longer running")
+            rid = next(self._ids)
+            deadline = time.monotonic() + timeout_s
+            try:
+                wire.write_frame(self.request_fd, {**message, "id": rid}, deadline)
+                reply = wire.read_frame(self.reply_fd, reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline)
+            except TimeoutError:
+                self._die()
+                raise SandboxTimeout(f"{message.get('op')} did not finish within {timeout_s:g} s (Limits.call_wall_s)") from None
+            except wire.FrameError as exc:
+                if exc.kind == "eof":
+                    raise self._death_error(message.get("op")) from None
+                self._die()
+                if exc.kind == "too_large":
+                    raise OutputTooLarge(f"{message.get('op')} reply: {exc} (Limits.max_output_kib)") from None
+                raise ProtocolError(f"{message.get('op')} reply: {exc}") from None
+            except (TypeError, ValueError) as exc:  # the request itself is not JSON
+                raise TypeError(f"cannot send {message.get('op')} request: {exc}") from None
+            if not isinstance(reply, dict) or reply.get("id") != rid or not isinstance(reply.get("ok"), bool):
+                self._die()
+                raise ProtocolError(f"{message.get('op')}: the worker sent a malformed or out-of-order reply")
+            if reply["ok"]:
+                return reply.get("value")
+            error = error_for(str(reply.get("reason")), str(reply.get("message", ""))[:8000])
+            if error.reason in FATAL_REASONS:
+                self._die()
+            raise error
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self._dead:
+            try:
+                self.request({"op": "close"}, 1.0, 1024)
+            except SandboxError:
+                pass
+        self._die()
+        self._cleanup()
+
+    def _die(self) -> None:
+        """Kill from outside and reap; safe to call twice."""
+        if not self._dead:
+            self._dead = True
+            self._kill()
+        self._reap(5.0)
+
+    def _death_error(self, op: object) -> SandboxError:
+        self._dead = True
+        status = self._reap(2.0)
+        if status is None:
+            self._kill()
+            status = self._reap(5.0)
+        return describe_exit(status, f"during {op}", self._stderr_tail())
+
+
+def describe_exit(status: int | None, when: str, stderr_tail: str = "") -> SandboxError:
+    """The error for a worker that died on its own: exit status >= 0, or -signal."""
+    tail = f"; stderr: {stderr_tail.strip()[-500:]}" if stderr_tail.strip() else ""
+    if status is None:
+        return InfrastructureError(f"the worker could not be reaped {when}")
+    if status < 0:
+        sig = -status
+        name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+        if sig == signal.SIGSYS:
+            return error_for(ReasonCode.FORBIDDEN_SYSCALL, f"the seccomp filter killed the worker {when} (a system call environments may not make){tail}")
+        if sig == signal.SIGXCPU:
+            return error_for(ReasonCode.TIMEOUT, f"the worker used up its CPU time {when} (Limits.cpu_s)")
+        if sig == signal.SIGXFSZ:
+            return error_for(ReasonCode.OUTPUT_TOO_LARGE, f"the worker wrote a file past Limits.max_file_mib {when}")
+        return error_for(ReasonCode.CRASHED, f"the worker was killed by {name} {when}{tail}")
+    if status == 70:
+        return error_for(
+            ReasonCode.PROTOCOL_ERROR,
+            f"the worker's channel broke {when} (the environment closed or wrote to the protocol descriptors)",
+        )
+    return error_for(ReasonCode.CRASHED, f"the worker exited with status {status} {when}{tail}")
+
+
+_REGISTRY: dict[str, Callable[[], Backend]] = {}
+_INSTANCES: dict[str, Backend] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+    """Register a backend factory under `name`; a second registration of a name is refused."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"backend name must be a non-empty string, got {name!r}")
+    with _REGISTRY_LOCK:
+        if name in _REGISTRY:
+            raise ValueError(f"sandbox backend {name!r} is already registered")
+        _REGISTRY[name] = factory
+
+
+def get_backend(name: str) -> Backend:
+    """The backend registered as `name` (created once); unknown names list the known ones."""
+    with _REGISTRY_LOCK:
+        if name in _INSTANCES:
+            return _INSTANCES[name]
+        factory = _REGISTRY.get(name)
+        if factory is None:
+            raise ValueError(f"unknown sandbox backend {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+        backend = factory()
+        _INSTANCES[name] = backend
+        return backend
+
+
+def backend_names() -> list[str]:
+    with _REGISTRY_LOCK:
+        return sorted(_REGISTRY)

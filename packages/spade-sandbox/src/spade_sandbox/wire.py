@@ -1,0 +1,187 @@
+"""The wire protocol between host and worker: length-prefixed JSON frames, capped in size.
+
+A frame is a 4-byte big-endian unsigned length followed by that many bytes of UTF-8 JSON
+(never pickle: nothing the child sends is ever executed by the host). NaN and infinities are
+not valid JSON here. Both sides check the length against a cap before reading the body.
+
+This module uses only the standard library and no package-relative imports, because the
+worker (worker.py) imports it inside the sandbox, where spade_sandbox is not installed. It
+also holds the return-value checks both sides apply (the host never trusts the worker's).
+
+Messages (host -> worker), each with an integer "id" the reply echoes:
+  {"op": "init", "limits": {...}, "allowed_imports": [...], "work_dir": str, "drop_uid": bool}
+  {"op": "open", "source": str, "class_name": str|None, "kwargs": {...}}
+  {"op": "reset", "seed": int|None}      {"op": "step", "action": str}
+  {"op": "call", "method": str, "args": [...]}
+  {"op": "exec", "source": str, "stdin": str}      {"op": "close"}
+Replies: {"id": n, "ok": true, "value": ...} or {"id": n, "ok": false, "reason": str, "message": str}.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import struct
+import time
+
+HEADER = struct.Struct(">I")
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+"""Absolute cap on one frame; a header announcing more is a protocol error, not a big reply."""
+FRAME_OVERHEAD_BYTES = 16 * 1024
+"""Room for the JSON envelope and `info` beyond the output cap when sizing a reply cap."""
+
+
+class FrameError(Exception):
+    """A frame could not be read or written; `kind` is "eof", "too_large" or "invalid"."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class ValueCheckError(Exception):
+    """A return value broke the contract; `kind` is "bad_return" or "output_too_large"."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in a frame")
+
+
+def encode(message: object) -> bytes:
+    """One frame holding `message` (raises ValueError/TypeError for non-JSON data)."""
+    body = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    if len(body) > MAX_FRAME_BYTES:
+        raise FrameError("too_large", f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
+    return HEADER.pack(len(body)) + body
+
+
+def decode(body: bytes) -> object:
+    try:
+        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FrameError("invalid", f"frame is not valid JSON: {exc}") from None
+
+
+def write_all(fd: int, data: bytes, deadline: float | None = None) -> None:
+    """Write every byte; with a deadline the fd must be non-blocking and select() waits."""
+    view = memoryview(data)
+    while view:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("write did not finish before the deadline")
+            if not select.select([], [fd], [], left)[1]:
+                continue
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            raise FrameError("eof", "the other side closed the channel") from None
+        view = view[n:]
+
+
+def read_exact(fd: int, size: int, deadline: float | None = None) -> bytes:
+    """Read exactly `size` bytes; FrameError("eof") if the channel closes first."""
+    chunks = []
+    while size:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("read did not finish before the deadline")
+            if not select.select([fd], [], [], left)[0]:
+                continue
+        try:
+            chunk = os.read(fd, min(size, 1 << 20))
+        except BlockingIOError:
+            continue
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            raise FrameError("eof", "the other side closed the channel")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def write_frame(fd: int, message: object, deadline: float | None = None) -> None:
+    write_all(fd, encode(message), deadline)
+
+
+def read_frame(fd: int, max_bytes: int, deadline: float | None = None) -> object:
+    """Read one frame; a body over `max_bytes` is FrameError("too_large") before it is read."""
+    (size,) = HEADER.unpack(read_exact(fd, HEADER.size, deadline))
+    if size > MAX_FRAME_BYTES:
+        raise FrameError("invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap")
+    if size > max_bytes:
+        raise FrameError("too_large", f"reply of {size} bytes exceeds the {max_bytes}-byte cap")
+    return decode(read_exact(fd, size, deadline))
+
+
+def check_json(value: object, what: str, max_bytes: int) -> object:
+    """`value` as it will arrive after a JSON round trip; raise if it is not JSON or too big."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise ValueCheckError("bad_return", f"{what} is not JSON data: {exc}") from None
+    except RecursionError:
+        raise ValueCheckError("bad_return", f"{what} is nested too deeply to be JSON") from None
+    if len(text) > max_bytes:
+        raise ValueCheckError("output_too_large", f"{what} is {len(text)} bytes, over the {max_bytes}-byte cap")
+    return json.loads(text)
+
+
+def _check_text(value: object, what: str, max_bytes: int) -> str:
+    if type(value) is not str:
+        raise ValueCheckError("bad_return", f"{what} must be a str, got {type(value).__name__}")
+    if len(value) > max_bytes or len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+        raise ValueCheckError("output_too_large", f"{what} is over the {max_bytes}-byte cap")
+    return value
+
+
+def _check_info(value: object, what: str, max_bytes: int) -> dict:
+    if not isinstance(value, dict):
+        raise ValueCheckError("bad_return", f"{what} must be a dict, got {type(value).__name__}")
+    return check_json(value, what, max_bytes)  # type: ignore[return-value]
+
+
+def check_reset(value: object, max_bytes: int) -> list:
+    """Validate `reset()`'s return: (observation: str, info: dict) -> [obs, info]."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        shape = f"a {type(value).__name__} of length {len(value)}" if isinstance(value, (tuple, list)) else type(value).__name__
+        raise ValueCheckError("bad_return", f"reset() must return (observation, info), got {shape}")
+    return [_check_text(value[0], "reset() observation", max_bytes), _check_info(value[1], "reset() info", max_bytes)]
+
+
+def check_step(value: object, max_bytes: int) -> list:
+    """Validate `step()`'s return: (obs: str, reward: finite number, terminated: bool, truncated: bool, info: dict)."""
+    if not isinstance(value, (tuple, list)) or len(value) != 5:
+        shape = f"a {type(value).__name__} of length {len(value)}" if isinstance(value, (tuple, list)) else type(value).__name__
+        raise ValueCheckError(
+            "bad_return", f"step() must return (observation, reward, terminated, truncated, info), got {shape}"
+        )
+    obs, reward, terminated, truncated, info = value
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        raise ValueCheckError("bad_return", f"step() reward must be a number, got {type(reward).__name__}")
+    try:
+        reward = float(reward)
+    except OverflowError:
+        raise ValueCheckError("bad_return", "step() reward is too large for a float") from None
+    if not math.isfinite(reward):
+        raise ValueCheckError("bad_return", f"step() reward must be finite, got {reward}")
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if type(flag) is not bool:
+            raise ValueCheckError("bad_return", f"step() {name} must be a bool, got {type(flag).__name__}")
+    return [
+        _check_text(obs, "step() observation", max_bytes),
+        reward,
+        terminated,
+        truncated,
+        _check_info(info, "step() info", max_bytes),
+    ]

@@ -1,0 +1,528 @@
+"""The in-sandbox worker: loads untrusted environment source and serves calls over the wire.
+
+How a backend launches it
+-------------------------
+Standard library only, no installation needed: copy (or bind-mount read-only) this file and
+`wire.py` into one directory inside the sandbox and run
+
+    python3 -S -B /that/dir/worker.py            # protocol on stdin (fd 0) / stdout (fd 1)
+    python3 -S -B /that/dir/worker.py --fds 3,4  # protocol on fds 3 (requests) and 4 (replies)
+
+(`python -m spade_sandbox.worker` works too where the package is installed.) Requests arrive
+as frames (see wire.py) on the request fd and replies leave on the reply fd. At start the
+worker moves the protocol to private descriptors and points fds 0 and 1 at /dev/null, so
+nothing the environment prints or writes can corrupt the channel; `print` output is captured
+per call and capped. fd 2 is left as the backend passed it: only interpreter crash messages
+land there. Start it as root (it drops to uid 65534 itself) or as an unprivileged user.
+
+The first request must be `init`. It applies, in this order: preloading the allowed modules,
+chdir to the work dir, dropping to uid 65534 (when root and asked to), Landlock (writes only
+under the work dir, reads only under `read_paths`), rlimits, a seccomp filter, and the import
+policy. Its reply lists each layer as "active" or "unavailable: why". Then `open`, `reset`,
+`step`, `call`, `exec` (one-off scripts) and `close` follow. Exit status: 0 after `close`,
+70 when the channel breaks (the host reports `protocol_error`), signals as the kernel sends
+them (SIGSYS from seccomp: `forbidden_syscall`; SIGXCPU: `timeout`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import os
+import sys
+import traceback
+import types
+
+if __package__:
+    from . import wire
+else:  # run as a file next to wire.py
+    import wire
+
+EXIT_CHANNEL_BROKEN = 70
+ENV_MODULE = "spade_environment"
+ENV_FILENAME = "<environment>"
+NOBODY = 65534
+
+
+class _ForbiddenImportError(ImportError):
+    pass
+
+
+class _CallError(Exception):
+    """A failed call, turned into an error reply with `reason`."""
+
+    def __init__(self, reason: str, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.fatal = fatal
+
+
+class _CappedText(io.TextIOBase):
+    """A text sink that keeps at most `cap` characters and remembers whether it overflowed."""
+
+    def __init__(self) -> None:
+        self.cap = 0
+        self.parts: list[str] = []
+        self.size = 0
+        self.overflow = False
+
+    def start(self, cap: int) -> None:
+        self.cap, self.parts, self.size, self.overflow = cap, [], 0, False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        room = self.cap - self.size
+        if len(text) > room:
+            self.overflow = True
+            text = text[: max(room, 0)]
+        self.parts.append(text)
+        self.size += len(text)
+        return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+
+class Worker:
+    def __init__(self, request_fd: int, reply_fd: int) -> None:
+        self.request_fd = request_fd
+        self.reply_fd = reply_fd
+        self.allowed: frozenset[str] = frozenset()
+        self.max_output = 256 * 1024
+        self.violations: list[str] = []
+        self.env: object = None
+        self.stdout = _CappedText()
+        self.stderr = _CappedText()
+        self.real_import = builtins.__import__
+        self.env_builtins: dict = {}
+
+    # -- isolation -----------------------------------------------------------------------
+    def init(self, msg: dict) -> dict:
+        limits = msg["limits"]
+        self.max_output = int(limits["max_output_kib"]) * 1024
+        self.allowed = frozenset(msg["allowed_imports"])
+        apply = set(msg.get("apply", ("unprivileged_uid", "landlock", "rlimits", "seccomp")))
+        layers: dict[str, str] = {}
+        for name in sorted(self.allowed):
+            try:
+                self.real_import(name)
+            except ImportError:
+                pass
+        import ctypes  # noqa: F401  (loaded before the filesystem is locked down)
+
+        work_dir = msg["work_dir"]
+        os.chdir(work_dir)
+        layers["unprivileged_uid"] = _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
+        read_paths = [p for p in msg.get("read_paths", []) if os.path.exists(p)]
+        layers["landlock"] = _landlock(work_dir, read_paths) if "landlock" in apply else "unavailable: not requested"
+        layers["rlimits"] = _rlimits(limits) if "rlimits" in apply else "unavailable: not requested"
+        layers["seccomp"] = _seccomp() if "seccomp" in apply else "unavailable: not requested"
+        self.env_builtins = dict(builtins.__dict__)
+        self.env_builtins["__import__"] = self.guarded_import
+        layers["import_policy"] = "active"
+        sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO("")
+        return {"layers": layers, "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0]}
+
+    def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        importer = (globals or {}).get("__name__")
+        if importer in (ENV_MODULE, "__main__"):
+            top = name.partition(".")[0]
+            if level != 0 or top not in self.allowed:
+                what = f"relative import of {name!r}" if level else f"import of {name!r}"
+                self.violations.append(f"{what} is not allowed (allowed: {', '.join(sorted(self.allowed))})")
+                raise _ForbiddenImportError(self.violations[-1])
+        return self.real_import(name, globals, locals, fromlist, level)
+
+    def check_imports(self, source: str) -> types.CodeType:
+        try:
+            tree = ast.parse(source, ENV_FILENAME)
+        except SyntaxError as exc:
+            raise _CallError("env_exception", f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    raise _CallError("forbidden_import", f"line {node.lineno}: relative imports are not allowed")
+                names = [node.module or ""]
+            for name in names:
+                if name.partition(".")[0] not in self.allowed:
+                    raise _CallError(
+                        "forbidden_import",
+                        f"line {node.lineno} imports {name!r}, which is not in the allow-list "
+                        "(SandboxConfig.allowed_imports)",
+                    )
+        return compile(tree, ENV_FILENAME, "exec")
+
+    # -- calls ---------------------------------------------------------------------------
+    def guarded_call(self, fn, *args):
+        """Run environment code; map whatever it does to a value or a `_CallError`."""
+        self.violations.clear()
+        self.stdout.start(self.max_output)
+        self.stderr.start(self.max_output)
+        try:
+            value = fn(*args)
+        except _CallError:
+            raise
+        except MemoryError:
+            raise _CallError("memory", "the environment ran out of memory (Limits.mem_mib)", fatal=True) from None
+        except SystemExit as exc:
+            raise _CallError("crashed", f"the environment raised SystemExit({exc.code!r})", fatal=True) from None
+        except BaseException as exc:
+            if self.violations:
+                raise _CallError("forbidden_import", self.violations[0], fatal=True) from None
+            raise _CallError("env_exception", _describe(exc)) from None
+        if self.violations:
+            raise _CallError("forbidden_import", self.violations[0], fatal=True)
+        if self.stdout.overflow or self.stderr.overflow:
+            raise _CallError(
+                "output_too_large", f"the environment printed more than {self.max_output} characters", fatal=True
+            )
+        return value
+
+    def open(self, msg: dict) -> dict:
+        code = self.check_imports(msg["source"])
+        module = types.ModuleType(ENV_MODULE)
+        module.__dict__["__builtins__"] = self.env_builtins
+        sys.modules[ENV_MODULE] = module
+        self.guarded_call(exec, code, module.__dict__)
+        cls = _pick_class(module, msg.get("class_name"))
+        self.env = self.guarded_call(lambda: cls(**(msg.get("kwargs") or {})))
+        return {"class_name": cls.__name__}
+
+    def require_env(self) -> object:
+        if self.env is None:
+            raise _CallError("protocol_error", "no environment is open in this worker")
+        return self.env
+
+    def reset(self, msg: dict) -> list:
+        env = self.require_env()
+        value = self.guarded_call(lambda: env.reset(seed=msg.get("seed")))
+        return wire.check_reset(value, self.max_output)
+
+    def step(self, msg: dict) -> list:
+        env = self.require_env()
+        value = self.guarded_call(env.step, msg["action"])
+        return wire.check_step(value, self.max_output)
+
+    def call(self, msg: dict) -> object:
+        env = self.require_env()
+        name = msg["method"]
+        if not isinstance(name, str) or name.startswith("_") or not callable(getattr(env, name, None)):
+            raise _CallError("env_exception", f"AttributeError: the environment has no public method {name!r}")
+        value = self.guarded_call(getattr(env, name), *msg.get("args", []))
+        return wire.check_json(value, f"{name}() result", self.max_output)
+
+    def exec_script(self, msg: dict) -> dict:
+        returncode = 0
+        try:
+            code = self.check_imports(msg["source"])
+        except _CallError as exc:
+            return {"returncode": 1, "stdout": "", "stderr": f"{exc}\n", "reason": exc.reason}
+        module = types.ModuleType("__main__")
+        module.__dict__["__builtins__"] = self.env_builtins
+        self.stdout.start(self.max_output)
+        self.stderr.start(self.max_output)
+        sys.stdin = io.StringIO(msg.get("stdin", ""))
+        self.violations.clear()
+        reason = None
+        try:
+            exec(code, module.__dict__)
+        except SystemExit as exc:
+            code_ = exc.code
+            returncode = code_ if isinstance(code_, int) else (0 if code_ is None else 1)
+            if not isinstance(code_, (int, type(None))):
+                self.stderr.write(f"{code_}\n")
+        except MemoryError:
+            returncode, reason = 1, "memory"
+        except BaseException:
+            returncode = 1
+            self.stderr.write("".join(traceback.format_exc(limit=-20)))
+        if self.violations:
+            reason = "forbidden_import"
+        elif self.stdout.overflow or self.stderr.overflow:
+            reason = "output_too_large"
+        return {
+            "returncode": returncode,
+            "stdout": self.stdout.getvalue(),
+            "stderr": self.stderr.getvalue(),
+            "reason": reason,
+        }
+
+    def close_env(self) -> None:
+        close = getattr(self.env, "close", None)
+        if callable(close):
+            try:
+                self.guarded_call(close)
+            except _CallError:
+                pass  # the worker exits right after; a failing close() changes nothing
+
+    # -- loop ----------------------------------------------------------------------------
+    def reply(self, message: dict) -> None:
+        try:
+            wire.write_frame(self.reply_fd, message)
+        except (wire.FrameError, OSError):
+            os._exit(EXIT_CHANNEL_BROKEN)
+
+    def serve(self) -> None:
+        handlers = {
+            "init": self.init,
+            "open": self.open,
+            "reset": self.reset,
+            "step": self.step,
+            "call": self.call,
+            "exec": self.exec_script,
+        }
+        while True:
+            try:
+                msg = wire.read_frame(self.request_fd, wire.MAX_FRAME_BYTES)
+            except (wire.FrameError, OSError):
+                os._exit(EXIT_CHANNEL_BROKEN)
+            if not isinstance(msg, dict):
+                os._exit(EXIT_CHANNEL_BROKEN)
+            rid, op = msg.get("id"), msg.get("op")
+            if op == "close":
+                self.close_env()
+                self.reply({"id": rid, "ok": True, "value": None})
+                os._exit(0)
+            fatal = False
+            try:
+                handler = handlers.get(op)
+                if handler is None:
+                    raise _CallError("protocol_error", f"unknown op {op!r}")
+                answer = {"id": rid, "ok": True, "value": handler(msg)}
+            except _CallError as exc:
+                answer = {"id": rid, "ok": False, "reason": exc.reason, "message": str(exc)}
+                fatal = exc.fatal
+            except wire.ValueCheckError as exc:
+                answer = {"id": rid, "ok": False, "reason": exc.kind, "message": str(exc)}
+            except MemoryError:
+                answer = {"id": rid, "ok": False, "reason": "memory", "message": "the worker ran out of memory"}
+                fatal = True
+            except (KeyError, TypeError) as exc:
+                answer = {"id": rid, "ok": False, "reason": "protocol_error", "message": f"malformed request: {exc!r}"}
+            try:
+                wire.encode(answer)
+            except (TypeError, ValueError, wire.FrameError) as exc:
+                answer = {"id": rid, "ok": False, "reason": "bad_return", "message": f"reply is not JSON: {exc}"}
+            self.reply(answer)
+            if fatal:
+                os._exit(0)
+
+
+def _pick_class(module: types.ModuleType, class_name: str | None) -> type:
+    if class_name is not None:
+        cls = module.__dict__.get(class_name)
+        if not isinstance(cls, type):
+            raise _CallError("env_exception", f"LookupError: the source defines no class {class_name!r}")
+        return cls
+    found = [
+        obj
+        for name, obj in module.__dict__.items()
+        if isinstance(obj, type) and name.endswith("Env") and obj.__module__ == ENV_MODULE
+    ]
+    if len(found) != 1:
+        names = ", ".join(c.__name__ for c in found) or "none"
+        raise _CallError(
+            "env_exception",
+            f"LookupError: expected exactly one class whose name ends in 'Env' (found: {names}); pass class_name",
+        )
+    return found[0]
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: text`, plus where in the environment's source it was raised."""
+    text = f"{type(exc).__name__}: {exc}"
+    where = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == ENV_FILENAME]
+    if where:
+        text += f" (line {where[-1].lineno}, in {where[-1].name})"
+    return text[:4000]
+
+
+def _drop_uid() -> str:
+    if os.getuid() != 0:
+        return f"active: started unprivileged as uid {os.getuid()}"
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+    return f"active: uid {NOBODY}"
+
+
+def _rlimits(limits: dict) -> str:
+    import resource
+
+    mib = 1024 * 1024
+    wanted = {
+        resource.RLIMIT_AS: int(limits["mem_mib"]) * mib,
+        resource.RLIMIT_CPU: int(limits["cpu_s"]),
+        resource.RLIMIT_NPROC: int(limits["max_procs"]),
+        resource.RLIMIT_FSIZE: int(limits["max_file_mib"]) * mib,
+        resource.RLIMIT_NOFILE: int(limits["max_open_files"]),
+        resource.RLIMIT_CORE: 0,
+    }
+    for which, value in wanted.items():
+        _, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, value if which != resource.RLIMIT_CPU else value + 1))
+    return "active"
+
+
+# Landlock (Linux >= 5.13) through raw system calls; x86_64 numbers.
+_SYS_LANDLOCK_CREATE_RULESET, _SYS_LANDLOCK_ADD_RULE, _SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+_PR_SET_NO_NEW_PRIVS = 38
+_FS_READ = 1 | 4 | 8  # execute, read_file, read_dir
+
+
+def _landlock(work_dir: str, read_paths: list[str]) -> str:
+    import ctypes
+    import platform
+
+    if platform.machine() != "x86_64":
+        return f"unavailable: system call numbers are only known for x86_64, not {platform.machine()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return f"unavailable: kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+    fs_all = (1 << 13) - 1  # ABI 1: execute .. make_sym
+    if abi >= 2:
+        fs_all |= 1 << 13  # refer
+    if abi >= 3:
+        fs_all |= 1 << 14  # truncate
+    if abi >= 5:
+        fs_all |= 1 << 15  # ioctl_dev
+    attr = [fs_all]
+    if abi >= 4:
+        attr.append(1 | 2)  # net: bind_tcp, connect_tcp (no rule grants them)
+    if abi >= 6:
+        if len(attr) == 1:
+            attr.append(0)
+        attr.append(1 | 2)  # scoped: abstract unix sockets, signals to processes outside
+    buf = (ctypes.c_uint64 * len(attr))(*attr)
+    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(buf), ctypes.c_size_t(ctypes.sizeof(buf)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return f"unavailable: landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    try:
+        for path, access in [(p, _FS_READ) for p in read_paths] + [(work_dir, fs_all)]:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                # Files (not directories) take only file rights.
+                rule = PathBeneath(access if os.path.isdir(path) else access & (1 | 2 | 4 | (1 << 14)), fd)
+                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
+                    return f"unavailable: landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return "unavailable: prctl(PR_SET_NO_NEW_PRIVS) failed"
+        if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+            return f"unavailable: landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
+    finally:
+        os.close(ruleset)
+    return f"active: ABI {abi}, writes only under the work dir"
+
+
+# seccomp: a hand-built classic-BPF deny-list (x86_64).
+_KILLED_SYSCALLS = {
+    "socket": 41, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "socketpair": 53,
+    "accept4": 288, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "ptrace": 101,
+    "syslog": 103, "setuid": 105, "setgid": 106, "setreuid": 113, "setregid": 114,
+    "setgroups": 116, "setresuid": 117, "setresgid": 119, "rt_sigqueueinfo": 129,
+    "personality": 135, "vhangup": 153, "pivot_root": 155, "chroot": 161, "acct": 163,
+    "settimeofday": 164, "mount": 165, "umount2": 166, "swapon": 167, "swapoff": 168,
+    "reboot": 169, "sethostname": 170, "setdomainname": 171, "iopl": 172, "ioperm": 173,
+    "init_module": 175, "delete_module": 176, "quotactl": 179, "tkill": 200,
+    "lookup_dcookie": 212, "clock_settime": 227, "kexec_load": 246, "add_key": 248,
+    "request_key": 249, "keyctl": 250, "unshare": 272, "rt_tgsigqueueinfo": 297,
+    "perf_event_open": 298, "fanotify_init": 300, "name_to_handle_at": 303,
+    "open_by_handle_at": 304, "setns": 308, "process_vm_readv": 310, "process_vm_writev": 311,
+    "kcmp": 312, "finit_module": 313, "kexec_file_load": 320, "bpf": 321, "userfaultfd": 323,
+    "pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+    "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+}  # fmt: skip
+_SYS_CLONE, _SYS_CLONE3, _SYS_KILL, _SYS_TGKILL = 56, 435, 62, 234
+_CLONE_THREAD = 0x10000
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_RET_KILL, _RET_ALLOW, _RET_ENOSYS = 0x80000000, 0x7FFF0000, 0x00050000 | 38
+_LD_ABS, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+
+
+def seccomp_program(own_pid: int) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k) instructions: kill on the deny-list, new processes,
+    and signals to anything but this process; clone3 answers ENOSYS so threads use clone."""
+    arg0 = 16  # offsetof(struct seccomp_data, args[0]), low 32 bits on little-endian
+    prog = [
+        (_LD_ABS, 0, 0, 4),  # arch
+        (_JEQ, 1, 0, _AUDIT_ARCH_X86_64),
+        (_RET, 0, 0, _RET_KILL),
+        (_LD_ABS, 0, 0, 0),  # syscall number
+        (_JGE, 0, 1, 0x40000000),  # x32 ABI
+        (_RET, 0, 0, _RET_KILL),
+    ]
+    for nr in sorted(_KILLED_SYSCALLS.values()):
+        prog += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_KILL)]
+    prog += [(_JEQ, 0, 1, _SYS_CLONE3), (_RET, 0, 0, _RET_ENOSYS)]
+    # clone: only threads.
+    prog += [(_JEQ, 0, 4, _SYS_CLONE), (_LD_ABS, 0, 0, arg0), (_JSET, 1, 0, _CLONE_THREAD),
+             (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
+    # kill(pid): only 0 (own process group) or this process; tgkill: only this process.
+    prog += [(_JEQ, 0, 5, _SYS_KILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+             (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
+    prog += [(_JEQ, 0, 4, _SYS_TGKILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 1, 0, own_pid),
+             (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
+    prog.append((_RET, 0, 0, _RET_ALLOW))
+    return prog
+
+
+def _seccomp() -> str:
+    import ctypes
+    import platform
+    import struct
+
+    if platform.machine() != "x86_64":
+        return f"unavailable: system call numbers are only known for x86_64, not {platform.machine()}"
+    prog = seccomp_program(os.getpid())
+    raw = b"".join(struct.pack("=HBBI", *insn) for insn in prog)
+    buf = ctypes.create_string_buffer(raw, len(raw))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(prog), ctypes.cast(buf, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return "unavailable: prctl(PR_SET_NO_NEW_PRIVS) failed"
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        return f"unavailable: seccomp filter refused ({os.strerror(ctypes.get_errno())})"
+    return f"active: {len(_KILLED_SYSCALLS)} system calls, new processes and foreign signals kill the worker"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    request_fd, reply_fd = 0, 1
+    if len(argv) == 2 and argv[0] == "--fds":
+        request_fd, reply_fd = (int(x) for x in argv[1].split(","))
+    # Private copies of the channel; 0 and 1 then point at /dev/null.
+    request_fd, reply_fd = os.dup(request_fd), os.dup(reply_fd)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    Worker(request_fd, reply_fd).serve()
+
+
+if __name__ == "__main__":
+    main()
