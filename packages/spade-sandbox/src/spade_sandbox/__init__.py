@@ -18,12 +18,46 @@ from .errors import (
     SandboxTimeout,
 )
 from .limits import DEFAULT_ALLOWED_IMPORTS, LAYERS, Limits, SandboxConfig
-from .protocol import Backend, FramedWorker, WorkerHandle, describe_exit, get_backend, register_backend
+from .protocol import (
+    Backend,
+    FramedWorker,
+    WorkerHandle,
+    backend_names,
+    describe_exit,
+    get_backend,
+    register_backend,
+)
+from .result import ExecResult
+from .environment import SandboxedEnv, open_env, run, start_worker
+from .pool import SandboxPool
+from .process import ProcessBackend
+from .doctor import doctor_layers, doctor_report
+
+
+def _docker_backend() -> Backend:
+    # Imported on first use: the docker SDK is an optional extra.
+    from .docker_backend import DockerBackend
+
+    return DockerBackend()
+
+
+register_backend("process", ProcessBackend)
+register_backend("docker", _docker_backend)
 
 __version__ = _version("spade-sandbox")
 
 __all__ = [
     "DEFAULT_ALLOWED_IMPORTS",
+    "ExecResult",
+    "ProcessBackend",
+    "SandboxPool",
+    "SandboxedEnv",
+    "backend_names",
+    "doctor_layers",
+    "doctor_report",
+    "open_env",
+    "run",
+    "start_worker",
     "LAYERS",
     "Backend",
     "BadReturn",

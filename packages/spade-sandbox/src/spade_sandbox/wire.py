@@ -145,21 +145,24 @@ def _check_text(value: object, what: str, max_bytes: int) -> str:
     return value
 
 
-def _check_info(value: object, what: str, max_bytes: int) -> dict:
+def _check_info(value: object, what: str, max_bytes: int, decoded: bool) -> dict:
     if not isinstance(value, dict):
         raise ValueCheckError("bad_return", f"{what} must be a dict, got {type(value).__name__}")
-    return check_json(value, what, max_bytes)  # type: ignore[return-value]
+    return value if decoded else check_json(value, what, max_bytes)  # type: ignore[return-value]
 
 
-def check_reset(value: object, max_bytes: int) -> list:
-    """Validate `reset()`'s return: (observation: str, info: dict) -> [obs, info]."""
+def check_reset(value: object, max_bytes: int, decoded: bool = False) -> list:
+    """Validate `reset()`'s return: (observation: str, info: dict) -> [obs, info].
+
+    `decoded=True` (the host) skips the JSON round trip of `info`: it just came out of a
+    size-capped frame, so it is JSON data already."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         shape = f"a {type(value).__name__} of length {len(value)}" if isinstance(value, (tuple, list)) else type(value).__name__
         raise ValueCheckError("bad_return", f"reset() must return (observation, info), got {shape}")
-    return [_check_text(value[0], "reset() observation", max_bytes), _check_info(value[1], "reset() info", max_bytes)]
+    return [_check_text(value[0], "reset() observation", max_bytes), _check_info(value[1], "reset() info", max_bytes, decoded)]
 
 
-def check_step(value: object, max_bytes: int) -> list:
+def check_step(value: object, max_bytes: int, decoded: bool = False) -> list:
     """Validate `step()`'s return: (obs: str, reward: finite number, terminated: bool, truncated: bool, info: dict)."""
     if not isinstance(value, (tuple, list)) or len(value) != 5:
         shape = f"a {type(value).__name__} of length {len(value)}" if isinstance(value, (tuple, list)) else type(value).__name__
@@ -183,5 +186,5 @@ def check_step(value: object, max_bytes: int) -> list:
         reward,
         terminated,
         truncated,
-        _check_info(info, "step() info", max_bytes),
+        _check_info(info, "step() info", max_bytes, decoded),
     ]

@@ -1,0 +1,48 @@
+"""What isolation is active on this machine: start one real worker and read its layers."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+
+from .environment import start_worker
+from .errors import SandboxError
+from .limits import LAYERS, SandboxConfig
+from .protocol import backend_names, get_backend
+
+
+def doctor_layers(config: SandboxConfig | None = None) -> dict[str, str]:
+    """Layer name -> state, measured by starting (and closing) one worker of `config.backend`."""
+    config = SandboxConfig.from_env() if config is None else config
+    worker = start_worker(config.replace(require_layers=frozenset()))
+    try:
+        return dict(worker.layers)
+    finally:
+        worker.close()
+
+
+def doctor_report(config: SandboxConfig | None = None) -> str:
+    """A readable report: machine, backend, and every isolation layer as active or not (why)."""
+    config = SandboxConfig.from_env() if config is None else config
+    lines = [
+        "spade-sandbox doctor",
+        f"  machine:  {platform.system()} {platform.release()} {platform.machine()}, uid {os.getuid()}",
+        f"  python:   {sys.version.split()[0]} ({sys.executable})",
+        f"  backends: {', '.join(backend_names())}; using {config.backend!r}",
+    ]
+    try:
+        get_backend(config.backend)
+        layers = doctor_layers(config)
+    except (SandboxError, ValueError, ImportError) as exc:
+        lines.append(f"  worker:   FAILED to start: {exc}")
+        return "\n".join(lines)
+    width = max(len(name) for name in LAYERS)
+    active = 0
+    for name in LAYERS:
+        state = layers.get(name, "unavailable: not reported by this backend")
+        active += state.startswith("active")
+        mark = "ok " if state.startswith("active") else "-- "
+        lines.append(f"  {mark}{name:<{width}}  {state}")
+    lines.append(f"  {active}/{len(LAYERS)} layers active")
+    return "\n".join(lines)

@@ -1,0 +1,281 @@
+"""Sandboxed environments and one-off scripts: the public calls most users need.
+
+`open_env(source)` starts a worker (or takes a warm one from a `SandboxPool`), loads the
+source in it and returns a `SandboxedEnv` whose `reset`/`step`/`call` cross the process
+boundary under `Limits`. Every failure is a `SandboxError` with a reason code; values are
+checked on both sides. `run(script)` executes a one-off script and returns an `ExecResult`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from . import wire
+from .errors import (
+    BadReturn,
+    InfrastructureError,
+    LimitExceeded,
+    OutputTooLarge,
+    ReasonCode,
+    SandboxError,
+    SandboxTimeout,
+    error_for,
+)
+from .limits import SandboxConfig
+from .protocol import WorkerHandle, get_backend
+from .result import ExecResult
+
+log = logging.getLogger("spade_sandbox")
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def start_worker(config: SandboxConfig) -> WorkerHandle:
+    """A fresh worker from the configured backend, with `require_layers` enforced and every
+    other missing layer logged once per process."""
+    worker = get_backend(config.backend).start(config)
+    inactive = {name: state for name, state in worker.layers.items() if not state.startswith("active")}
+    missing = sorted(config.require_layers & (set(inactive) | (config.require_layers - set(worker.layers))))
+    if missing:
+        worker.close()
+        details = "; ".join(f"{name}: {inactive.get(name, 'not reported by the backend')}" for name in missing)
+        raise InfrastructureError(f"required isolation layer(s) not active ({details}); run `spade-sandbox doctor`")
+    with _warned_lock:
+        for name, state in sorted(inactive.items()):
+            if name not in _warned:
+                _warned.add(name)
+                log.warning("spade-sandbox: isolation layer %s is %s; continuing without it", name, state)
+    return worker
+
+
+def _check_plain_json(value: object, what: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}") from None
+
+
+class SandboxedEnv:
+    """An environment running in its own sandboxed worker; use it like the environment itself.
+
+    `reset(seed)` -> (observation, info); `step(action)` -> (observation, reward, terminated,
+    truncated, info); `call(name, *args)` calls another public method with JSON arguments.
+    Per-call wall time is `Limits.call_wall_s`; an episode (from `reset`) may take
+    `Limits.max_steps` steps and `Limits.episode_wall_s` seconds. After a fatal error the
+    worker is gone: the next `reset()` loads the source into a fresh one, as it also does
+    every `SandboxConfig.recycle_after_episodes` episodes. Close it (or use `with`).
+    """
+
+    def __init__(
+        self,
+        source: str,
+        class_name: str | None,
+        kwargs: dict | None,
+        config: SandboxConfig,
+        worker_source: Callable[[], WorkerHandle],
+    ) -> None:
+        if not isinstance(source, str):
+            raise TypeError(f"source must be a str of Python code, got {type(source).__name__}")
+        if class_name is not None and not isinstance(class_name, str):
+            raise TypeError(f"class_name must be a str or None, got {type(class_name).__name__}")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise TypeError(f"kwargs must be a dict or None, got {type(kwargs).__name__}")
+        _check_plain_json(kwargs or {}, "kwargs")
+        self.config = config
+        self.source = source
+        self.kwargs = dict(kwargs or {})
+        self.requested_class = class_name
+        self.class_name: str | None = None
+        self._worker_source = worker_source
+        self._worker: WorkerHandle | None = None
+        self._failure: SandboxError | None = None
+        self._closed = False
+        self._episode_started: float | None = None
+        self._steps = 0
+        self._episodes_on_worker = 0
+        self.episodes = 0
+        """Episodes started (`reset` calls that succeeded) over this object's life."""
+        self._load()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def _load(self) -> None:
+        worker = self._worker_source()
+        try:
+            value = worker.request(
+                {"op": "open", "source": self.source, "class_name": self.requested_class, "kwargs": self.kwargs},
+                self.config.limits.call_wall_s,
+                self.config.limits.max_output_bytes,
+            )
+        except BaseException:
+            worker.close()
+            raise
+        if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
+            worker.close()
+            raise error_for(ReasonCode.PROTOCOL_ERROR, "the worker's open reply is malformed")
+        self.class_name = value["class_name"]
+        self._worker = worker
+        self._failure = None
+        self._episodes_on_worker = 0
+
+    @property
+    def layers(self) -> dict[str, str]:
+        """The isolation layers of the current worker (name -> state)."""
+        return dict(self._worker.layers) if self._worker else {}
+
+    @property
+    def work_dir(self) -> str | None:
+        """The current worker's private work directory on the host."""
+        return self._worker.work_dir if self._worker else None
+
+    def close(self) -> None:
+        """Close the environment and reap its worker; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __enter__(self) -> SandboxedEnv:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- calls -------------------------------------------------------------------------
+    def _request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
+        if self._closed:
+            raise ValueError("this environment is closed; open a new one")
+        if self._worker is None or not self._worker.alive:
+            failure = self._failure
+            raise error_for(
+                failure.reason if failure else ReasonCode.PROTOCOL_ERROR,
+                f"the environment's worker is gone after an earlier failure ({failure}); call reset() to start a fresh one",
+            )
+        try:
+            return self._worker.request(message, timeout_s, reply_cap)
+        except SandboxError as exc:
+            if not self._worker.alive:
+                self._failure = exc
+                self._worker.close()
+            raise
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict]:
+        """Start an episode; returns (observation, info)."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
+        if self._closed:
+            raise ValueError("this environment is closed; open a new one")
+        recycle = self.config.recycle_after_episodes
+        if self._worker is None or not self._worker.alive or (recycle and self._episodes_on_worker >= recycle):
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+            self._load()
+        limits = self.config.limits
+        self._episode_started = None
+        value = self._request({"op": "reset", "seed": seed}, limits.call_wall_s, limits.max_output_bytes)
+        try:
+            obs, info = wire.check_reset(value, limits.max_output_bytes, decoded=True)
+        except wire.ValueCheckError as exc:
+            raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(str(exc)) from None
+        self._episode_started = time.monotonic()
+        self._steps = 0
+        self._episodes_on_worker += 1
+        self.episodes += 1
+        return obs, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        """Take one action; returns (observation, reward, terminated, truncated, info)."""
+        if not isinstance(action, str):
+            raise TypeError(f"action must be a str, got {type(action).__name__}")
+        if self._episode_started is None:
+            raise ValueError("call reset() before step()")
+        limits = self.config.limits
+        if self._steps >= limits.max_steps:
+            raise LimitExceeded(f"the episode reached Limits.max_steps={limits.max_steps}; call reset()")
+        left = limits.episode_wall_s - (time.monotonic() - self._episode_started)
+        if left <= 0:
+            raise LimitExceeded(f"the episode ran past Limits.episode_wall_s={limits.episode_wall_s:g}; call reset()")
+        timeout = min(limits.call_wall_s, left)
+        self._steps += 1
+        try:
+            value = self._request({"op": "step", "action": action}, timeout, limits.max_output_bytes)
+        except SandboxTimeout:
+            if timeout < limits.call_wall_s:
+                raise LimitExceeded(
+                    f"step ran past the episode's budget, Limits.episode_wall_s={limits.episode_wall_s:g}"
+                ) from None
+            raise
+        try:
+            obs, reward, terminated, truncated, info = wire.check_step(value, limits.max_output_bytes, decoded=True)
+        except wire.ValueCheckError as exc:
+            raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(str(exc)) from None
+        return obs, reward, terminated, truncated, info
+
+    def call(self, method: str, *args: object) -> object:
+        """Call the environment's public method `method` with JSON arguments; JSON result."""
+        if not isinstance(method, str) or not method.isidentifier() or method.startswith("_"):
+            raise ValueError(f"method must be the name of a public method, got {method!r}")
+        _check_plain_json(list(args), "call() arguments")
+        limits = self.config.limits
+        return self._request({"op": "call", "method": method, "args": list(args)}, limits.call_wall_s, limits.max_output_bytes)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("ready" if self._worker and self._worker.alive else "failed")
+        return f"<SandboxedEnv {self.class_name} {state}>"
+
+
+def open_env(
+    source: str,
+    class_name: str | None = None,
+    kwargs: dict | None = None,
+    config: SandboxConfig | None = None,
+) -> SandboxedEnv:
+    """Load environment source into a fresh sandboxed worker and construct it with `kwargs`.
+
+    `class_name=None` picks the single class whose name ends in "Env". `config=None` reads
+    `SandboxConfig.from_env()`. For many environments use a `SandboxPool` (warm workers)."""
+    config = SandboxConfig.from_env() if config is None else config
+    return SandboxedEnv(source, class_name, kwargs, config, lambda: start_worker(config))
+
+
+def run_script(worker: WorkerHandle, script_source: str, config: SandboxConfig, stdin: str) -> ExecResult:
+    """Run one script in `worker` (which is closed afterwards)."""
+    if not isinstance(script_source, str) or not isinstance(stdin, str):
+        raise TypeError("script_source and stdin must be str")
+    limits = config.limits
+    started = time.monotonic()
+    try:
+        value = worker.request(
+            {"op": "exec", "source": script_source, "stdin": stdin}, limits.call_wall_s, 2 * limits.max_output_bytes
+        )
+    except SandboxError as exc:
+        if exc.is_infrastructure:
+            raise
+        return ExecResult(-9, "", str(exc), time.monotonic() - started, exc.reason)
+    finally:
+        worker.close()
+    wall_s = time.monotonic() - started
+    try:
+        reason = ReasonCode(value["reason"]) if value["reason"] is not None else None
+        return ExecResult(int(value["returncode"]), str(value["stdout"]), str(value["stderr"]), wall_s, reason)
+    except (KeyError, TypeError, ValueError):
+        return ExecResult(-1, "", "the worker's exec reply is malformed", wall_s, ReasonCode.PROTOCOL_ERROR)
+
+
+def run(script_source: str, config: SandboxConfig | None = None, stdin: str = "") -> ExecResult:
+    """Run a one-off script in a fresh sandbox; what the script does is in the result
+    (returncode, stdout, stderr, reason); only a sandbox fault raises (`InfrastructureError`)."""
+    config = SandboxConfig.from_env() if config is None else config
+    return run_script(start_worker(config), script_source, config, stdin)

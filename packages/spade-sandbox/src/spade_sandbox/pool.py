@@ -1,0 +1,133 @@
+"""A pool of warm, never-used workers, so an isolated environment is ready in milliseconds.
+
+Starting a worker (bubblewrap, an interpreter, preloading the allowed modules, applying the
+layers) is the slow part; a background thread keeps `size` started workers waiting. Each
+worker still serves exactly one environment: `open_env` takes a spare (or starts one when
+none is ready), loads the source into it, and the thread starts a replacement. A worker is
+recycled, never reused: after a fatal error or `recycle_after_episodes` episodes the
+environment moves to a fresh spare. `close()` kills the spares and every environment the
+pool opened and reaps them all.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import weakref
+
+from .environment import SandboxedEnv, run_script, start_worker
+from .errors import InfrastructureError, SandboxError
+from .limits import SandboxConfig
+from .protocol import WorkerHandle
+from .result import ExecResult
+
+log = logging.getLogger("spade_sandbox")
+
+
+class SandboxPool:
+    """`size` warm workers for one `SandboxConfig`; `open_env` and `run` as the module functions."""
+
+    def __init__(self, config: SandboxConfig | None = None, size: int = 2) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ValueError(f"size must be an integer >= 0, got {size!r}")
+        self.config = SandboxConfig.from_env() if config is None else config
+        self.size = size
+        self._spares: collections.deque[WorkerHandle] = collections.deque()
+        self._envs: weakref.WeakSet[SandboxedEnv] = weakref.WeakSet()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._last_error: SandboxError | None = None
+        self._filler = threading.Thread(target=self._fill, name="spade-sandbox-pool", daemon=True)
+        if size:
+            self._filler.start()
+
+    def _fill(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and len(self._spares) >= self.size:
+                    self._cond.wait()
+                if self._closed:
+                    return
+            try:
+                worker = start_worker(self.config)
+            except SandboxError as exc:
+                log.warning("spade-sandbox pool: could not start a worker: %s", exc)
+                with self._cond:
+                    self._last_error = exc
+                    self._cond.wait(1.0)  # back off; take() starts one itself meanwhile
+                continue
+            with self._cond:
+                if self._closed:
+                    worker.close()
+                    return
+                self._spares.append(worker)
+                self._cond.notify_all()
+
+    def take_worker(self) -> WorkerHandle:
+        """A started worker: a warm spare when one is ready, else a freshly started one."""
+        with self._cond:
+            if self._closed:
+                raise InfrastructureError("this SandboxPool is closed")
+            worker = self._spares.popleft() if self._spares else None
+            self._cond.notify_all()
+        return worker if worker is not None else start_worker(self.config)
+
+    @property
+    def ready(self) -> int:
+        """How many warm workers are waiting now."""
+        with self._cond:
+            return len(self._spares)
+
+    def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        """Block until all `size` spares are started (benchmarks, tests); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._closed or len(self._spares) >= self.size, timeout_s)
+
+    def open_env(
+        self,
+        source: str,
+        class_name: str | None = None,
+        kwargs: dict | None = None,
+        config: SandboxConfig | None = None,
+    ) -> SandboxedEnv:
+        """As `spade_sandbox.open_env`, on a warm worker; `config` must be None or the pool's."""
+        if config is not None and config != self.config:
+            raise ValueError("a SandboxPool serves one config; open a second pool for another one")
+        env = SandboxedEnv(source, class_name, kwargs, self.config, self.take_worker)
+        with self._cond:
+            self._envs.add(env)
+        return env
+
+    def run(self, script_source: str, stdin: str = "") -> ExecResult:
+        """As `spade_sandbox.run`, on a warm worker."""
+        return run_script(self.take_worker(), script_source, self.config, stdin)
+
+    def close(self) -> None:
+        """Kill the spares and close every environment this pool opened; idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            spares = list(self._spares)
+            self._spares.clear()
+            envs = list(self._envs)
+            self._cond.notify_all()
+        if self._filler.is_alive():
+            self._filler.join(timeout=30)
+        for worker in spares:
+            worker.close()
+        for env in envs:
+            env.close()
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass

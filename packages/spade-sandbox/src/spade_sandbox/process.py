@@ -1,0 +1,191 @@
+"""The process backend: a child interpreter behind bubblewrap, a dropped uid, Landlock,
+rlimits and seccomp, each layer detected and reported, a missing one logged, never silent.
+
+The host starts `bwrap` (namespaces: pid, net, ipc, uts, mount; read-only system dirs,
+the interpreter and the worker directory; a private writable work dir at /work; an empty
+/tmp; a scrubbed environment) running worker.py; the worker applies the in-process layers
+itself before it loads any untrusted code (see worker.py). Deadlines are enforced here by
+killing the whole process group with SIGKILL; every child is reaped.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .errors import InfrastructureError, SandboxError
+from .limits import SandboxConfig
+from .protocol import FramedWorker
+
+WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
+SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
+SANDBOX_WORK_DIR = "/work"
+NOBODY = 65534
+# Variables the child gets; nothing is inherited from the host.
+SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def interpreter() -> tuple[str, str]:
+    """The base interpreter (not a venv shim) and its prefix: the worker needs only the stdlib."""
+    return os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix)
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_status() -> tuple[str | None, str]:
+    """(path to a working bwrap or None, description); probed once per process."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return None, "unavailable: bubblewrap is not installed (apt-get install bubblewrap)"
+    python, _ = interpreter()
+    argv = [path, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(tempfile.gettempdir()), "--", python, "-S", "-c", "pass"]
+    try:
+        probe = subprocess.run(argv, capture_output=True, text=True, timeout=20, env=SCRUBBED_ENV)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"unavailable: bubblewrap failed to start ({exc})"
+    if probe.returncode != 0:
+        return None, f"unavailable: bubblewrap does not work here ({probe.stderr.strip()[:200]})"
+    return path, "active: bubblewrap (pid, net, ipc, uts, mount namespaces; read-only system dirs)"
+
+
+def _bwrap_flags(as_root: bool) -> list[str]:
+    # As root there is no user namespace: the worker drops to the real uid 65534 itself,
+    # which a user namespace would map back to root outside.
+    ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    if not as_root:
+        ns = ["--unshare-all"]
+    return [*ns, "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv",
+            *[a for k, v in SCRUBBED_ENV.items() for a in ("--setenv", k, v)]]  # fmt: skip
+
+
+def _bwrap_mounts(work_dir: str) -> list[str]:
+    _, prefix = interpreter()
+    args: list[str] = ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    if not prefix.startswith("/usr/"):
+        # bwrap creates missing parents as 0700, which uid 65534 could not traverse.
+        parents = []
+        parent = os.path.dirname(prefix)
+        while parent not in ("/", ""):
+            parents.append(parent)
+            parent = os.path.dirname(parent)
+        for parent in reversed(parents):
+            args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", prefix, prefix]
+    args += ["--ro-bind", WORKER_DIR, SANDBOX_WORKER_DIR, "--dev", "/dev", "--tmpfs", "/tmp",
+             "--bind", work_dir, SANDBOX_WORK_DIR, "--chdir", SANDBOX_WORK_DIR]  # fmt: skip
+    return args
+
+
+class ProcessWorker(FramedWorker):
+    """One worker process (bwrap + interpreter) and its private work dir and stderr file."""
+
+    def __init__(self, proc: subprocess.Popen, request_fd: int, reply_fd: int, work_dir: str, stderr_file, via_bwrap: bool) -> None:
+        super().__init__(request_fd, reply_fd, work_dir)
+        self.proc = proc
+        self.stderr_file = stderr_file
+        self.via_bwrap = via_bwrap
+
+    def _kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _reap(self, timeout_s: float) -> int | None:
+        try:
+            status = self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        # bwrap reports a child killed by signal N as exit status 128 + N.
+        if self.via_bwrap and status > 128:
+            return -(status - 128)
+        return status
+
+    def _stderr_tail(self) -> str:
+        try:
+            self.stderr_file.seek(0, os.SEEK_END)
+            size = self.stderr_file.tell()
+            self.stderr_file.seek(max(0, size - 2000))
+            return self.stderr_file.read().decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def _cleanup(self) -> None:
+        super()._cleanup()
+        self.stderr_file.close()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+class ProcessBackend:
+    """The default backend; works on a stock Linux machine, stronger with bubblewrap."""
+
+    name = "process"
+
+    def host_layers(self, config: SandboxConfig) -> dict[str, str]:
+        path, ns_state = bwrap_status()
+        return {
+            "namespaces": ns_state,
+            "scrubbed_env": "active: only " + ", ".join(sorted(SCRUBBED_ENV)),
+            "private_workdir": "active: a fresh 0700 directory per worker" + (", mounted at /work" if path else ""),
+        }
+
+    def start(self, config: SandboxConfig) -> ProcessWorker:
+        bwrap, _ = bwrap_status()
+        python, prefix = interpreter()
+        work_dir = tempfile.mkdtemp(prefix="spade-sandbox-", dir=config.work_root)
+        as_root = os.getuid() == 0
+        if as_root:
+            os.chown(work_dir, NOBODY, NOBODY)
+        if bwrap:
+            argv = [bwrap, *_bwrap_flags(as_root), *_bwrap_mounts(work_dir), "--", python, "-S", "-B",
+                    f"{SANDBOX_WORKER_DIR}/worker.py"]  # fmt: skip
+            inner_work, read_paths = SANDBOX_WORK_DIR, [prefix, "/usr", SANDBOX_WORKER_DIR]
+        else:
+            argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py")]
+            inner_work, read_paths = work_dir, [prefix, "/usr", WORKER_DIR]
+        stderr_file = tempfile.TemporaryFile()
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=req_r, stdout=rep_w, stderr=stderr_file, env=SCRUBBED_ENV, cwd=work_dir,
+                close_fds=True, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            os.close(req_w)
+            os.close(rep_r)
+            stderr_file.close()
+            shutil.rmtree(work_dir, ignore_errors=True)
+            raise InfrastructureError(f"could not start the sandbox worker: {exc}") from None
+        finally:
+            os.close(req_r)  # the child's ends
+            os.close(rep_w)
+        worker = ProcessWorker(proc, req_w, rep_r, work_dir, stderr_file, via_bwrap=bwrap is not None)
+        init = {
+            "op": "init",
+            "limits": config.limits.to_dict(),
+            "allowed_imports": sorted(config.allowed_imports),
+            "work_dir": inner_work,
+            "read_paths": read_paths,
+            "apply": ["unprivileged_uid", "landlock", "rlimits", "seccomp"],
+        }
+        started = time.monotonic()
+        try:
+            value = worker.request(init, config.start_timeout_s, 64 * 1024)
+        except SandboxError as exc:
+            worker.close()
+            raise InfrastructureError(
+                f"the sandbox worker failed to start ({exc.reason.value}: {exc.message}) after {time.monotonic() - started:.2f} s"
+            ) from None
+        worker.layers = {**self.host_layers(config), **value["layers"]}
+        return worker
