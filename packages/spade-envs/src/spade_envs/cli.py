@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -61,11 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _list(corpus: Corpus, skill: str | None) -> None:
     records = [r for r in corpus if skill is None or r.skill == skill]
+    if not records and skill is not None:
+        raise SpadeEnvsError(f"no environment with skill {skill!r}; this corpus has: {', '.join(corpus.counts_by_skill())}")
     width = max((len(r.id) for r in records), default=2)
     print(f"{'id':<{width}}  {'skill':<12}  {'split':<8}  title")
     for r in records:
         print(f"{r.id:<{width}}  {r.skill:<12}  {r.split:<8}  {r.title}")
-    counts = ", ".join(f"{k}: {v}" for k, v in corpus.counts_by_skill().items())
+    counts = ", ".join(f"{k}: {v}" for k, v in sorted(Counter(r.skill for r in records).items()))
     print(f"\n{len(records)} environments ({counts})")
 
 
