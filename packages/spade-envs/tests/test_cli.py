@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import GUESS_HINT, GUESS_SOURCE
-
 import spade_envs as se
+from conftest import GUESS_HINT, GUESS_SOURCE
 
 MODULE = [sys.executable, "-m", "spade_envs.cli"]
 SMALL_SOURCE = GUESS_SOURCE.replace("high=50", "high=8")
@@ -66,7 +65,7 @@ def summary_rows(stdout: str) -> dict[str, dict[str, float]]:
     for line in lines[1:]:
         env_id, *numbers = line.split()
         assert len(numbers) == 5, line
-        rows[env_id] = dict(zip(TABLE_HEADER[1:], map(float, numbers)))
+        rows[env_id] = dict(zip(TABLE_HEADER[1:], map(float, numbers), strict=True))
     return rows
 
 
