@@ -79,7 +79,10 @@ class _CappedText(io.TextIOBase):
         room = self.cap - self.size
         if len(text) > room:
             self.overflow = True
-            text = text[: max(room, 0)]
+            self.parts.append(text[: max(room, 0)])
+            self.size = self.cap
+            # Stops a print loop at once; the call is reported as output_too_large either way.
+            raise OSError(f"output limit of {self.cap} characters reached")
         self.parts.append(text)
         self.size += len(text)
         return len(text)
@@ -129,13 +132,13 @@ class Worker:
         return {"layers": layers, "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0]}
 
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
-        importer = (globals or {}).get("__name__")
-        if importer in (ENV_MODULE, "__main__"):
-            top = name.partition(".")[0]
-            if level != 0 or top not in self.allowed:
-                what = f"relative import of {name!r}" if level else f"import of {name!r}"
-                self.violations.append(f"{what} is not allowed (allowed: {', '.join(sorted(self.allowed))})")
-                raise _ForbiddenImportError(self.violations[-1])
+        # Only code whose builtins are `env_builtins` (the environment's module and what it
+        # defines) reaches this function; the standard library keeps the real importer.
+        top = name.partition(".")[0]
+        if level != 0 or top not in self.allowed:
+            what = f"relative import of {name!r}" if level else f"import of {name!r}"
+            self.violations.append(f"{what} is not allowed (SandboxConfig.allowed_imports)")
+            raise _ForbiddenImportError(self.violations[-1])
         return self.real_import(name, globals, locals, fromlist, level)
 
     def check_imports(self, source: str) -> types.CodeType:
@@ -175,16 +178,19 @@ class Worker:
         except SystemExit as exc:
             raise _CallError("crashed", f"the environment raised SystemExit({exc.code!r})", fatal=True) from None
         except BaseException as exc:
-            if self.violations:
-                raise _CallError("forbidden_import", self.violations[0], fatal=True) from None
+            self.check_violations()
             raise _CallError("env_exception", _describe(exc)) from None
+        self.check_violations()
+        return value
+
+    def check_violations(self) -> None:
+        """Report what the environment did even when it caught the resulting exception."""
         if self.violations:
             raise _CallError("forbidden_import", self.violations[0], fatal=True)
         if self.stdout.overflow or self.stderr.overflow:
             raise _CallError(
                 "output_too_large", f"the environment printed more than {self.max_output} characters", fatal=True
             )
-        return value
 
     def open(self, msg: dict) -> dict:
         code = self.check_imports(msg["source"])
