@@ -12,7 +12,7 @@ from spade_sandbox import DEFAULT_ALLOWED_IMPORTS, Limits, SandboxConfig
 
 OS_MODULES = frozenset(
     {"os", "sys", "socket", "subprocess", "ctypes", "threading", "_thread", "signal", "pickle",
-     "marshal", "importlib", "builtins", "gc", "inspect", "resource", "posix"}
+     "marshal", "importlib", "builtins", "gc", "inspect", "resource", "posix", "stat"}
 )  # fmt: skip
 
 GAME = textwrap.dedent(

@@ -300,10 +300,9 @@ PROTOCOL_FDS = "[fd for fd in range(3, 12) if fd not in (0, 1, 2)]"
 
 
 def test_closing_the_protocol_pipe(permissive):
-    src = make_env_source(header="import os", step=f"[os.close(fd) for fd in {PROTOCOL_FDS} if _is_pipe(fd)]\nreturn 'x', 0.0, False, False, {{}}",
-                          extra="@staticmethod\ndef _unused(): pass\n")  # fmt: skip
-    src += "\n\ndef _is_pipe(fd):\n    import stat\n    try:\n        return stat.S_ISFIFO(os.fstat(fd).st_mode)\n    except OSError:\n        return False\n"
-    src = src.replace("import stat", "pass").replace("stat.S_ISFIFO(os.fstat(fd).st_mode)", "os.path.stat.S_ISFIFO(os.fstat(fd).st_mode)")
+    src = make_env_source(header="import os, stat",
+                          step=f"[os.close(fd) for fd in {PROTOCOL_FDS} if _is_pipe(fd)]\nreturn 'x', 0.0, False, False, {{}}")  # fmt: skip
+    src += "\n\ndef _is_pipe(fd):\n    try:\n        return stat.S_ISFIFO(os.fstat(fd).st_mode)\n    except OSError:\n        return False\n"
     expect(R.PROTOCOL_ERROR, src, permissive)
 
 

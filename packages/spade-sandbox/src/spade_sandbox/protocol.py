@@ -238,5 +238,6 @@ def get_backend(name: str) -> Backend:
 
 
 def backend_names() -> list[str]:
+    """Names of the registered backends, sorted."""
     with _REGISTRY_LOCK:
         return sorted(_REGISTRY)

@@ -116,7 +116,10 @@ class Worker:
                 self.real_import(name)
             except ImportError:
                 pass
-        import ctypes  # noqa: F401  (loaded before the filesystem is locked down)
+        # What the layers below need, loaded while the interpreter's files are still readable.
+        import ctypes  # noqa: F401
+        import resource  # noqa: F401
+        import struct  # noqa: F401
 
         work_dir = msg["work_dir"]
         os.chdir(work_dir)
@@ -388,10 +391,9 @@ _FS_READ = 1 | 4 | 8  # execute, read_file, read_dir
 
 def _landlock(work_dir: str, read_paths: list[str]) -> str:
     import ctypes
-    import platform
 
-    if platform.machine() != "x86_64":
-        return f"unavailable: system call numbers are only known for x86_64, not {platform.machine()}"
+    if os.uname().machine != "x86_64":
+        return f"unavailable: system call numbers are only known for x86_64, not {os.uname().machine}"
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
@@ -495,11 +497,10 @@ def seccomp_program(own_pid: int) -> list[tuple[int, int, int, int]]:
 
 def _seccomp() -> str:
     import ctypes
-    import platform
     import struct
 
-    if platform.machine() != "x86_64":
-        return f"unavailable: system call numbers are only known for x86_64, not {platform.machine()}"
+    if os.uname().machine != "x86_64":
+        return f"unavailable: system call numbers are only known for x86_64, not {os.uname().machine}"
     prog = seccomp_program(os.getpid())
     raw = b"".join(struct.pack("=HBBI", *insn) for insn in prog)
     buf = ctypes.create_string_buffer(raw, len(raw))

@@ -1,0 +1,94 @@
+"""The wire: frames, caps, JSON strictness, and the return-value checks both sides share."""
+
+from __future__ import annotations
+
+import math
+import time
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spade_sandbox import wire
+from spade_sandbox.worker import seccomp_program
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_frames_round_trip_any_json_value(value):
+    r, w = os.pipe()
+    try:
+        wire.write_frame(w, {"value": value})
+        assert wire.read_frame(r, wire.MAX_FRAME_BYTES) == {"value": value}
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_oversized_frame_is_refused_before_its_body_is_read():
+    r, w = os.pipe()
+    try:
+        os.write(w, wire.HEADER.pack(10_000) + b"x" * 100)
+        with pytest.raises(wire.FrameError) as caught:
+            wire.read_frame(r, 1000)
+        assert caught.value.kind == "too_large"
+        os.write(w, wire.HEADER.pack(wire.MAX_FRAME_BYTES + 1))
+        with pytest.raises(wire.FrameError) as caught:
+            wire.read_frame(r, 10**12)
+        assert caught.value.kind == "invalid"
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_nan_and_non_json_are_not_frames():
+    with pytest.raises(ValueError):
+        wire.encode({"x": math.nan})
+    with pytest.raises(wire.FrameError, match="not valid JSON"):
+        wire.decode(b'{"x": NaN}')
+    with pytest.raises(wire.FrameError):
+        wire.decode(b"\xff\xfe")
+
+
+def test_eof_and_deadline():
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    try:
+        with pytest.raises(TimeoutError):
+            wire.read_frame(r, 100, deadline=0.0)
+        os.close(w)
+        with pytest.raises(wire.FrameError) as caught:
+            wire.read_frame(r, 100, deadline=time.monotonic() + 5)
+        assert caught.value.kind == "eof"
+    finally:
+        os.close(r)
+
+
+@given(st.text(max_size=50), st.floats(allow_nan=False, allow_infinity=False) | st.integers(-1000, 1000), st.booleans(), st.booleans())
+def test_valid_steps_pass_unchanged(obs, reward, terminated, truncated):
+    assert wire.check_step((obs, reward, terminated, truncated, {"k": [1]}), 1000) == [obs, float(reward), terminated, truncated, {"k": [1]}]
+
+
+def test_checks_name_the_problem():
+    with pytest.raises(wire.ValueCheckError, match="reward must be finite"):
+        wire.check_step(("o", math.inf, False, False, {}), 100)
+    with pytest.raises(wire.ValueCheckError) as caught:
+        wire.check_reset(("x" * 200, {}), 100)
+    assert caught.value.kind == "output_too_large"
+    assert wire.check_reset(("o", {"t": (1, 2)}), 100) == ["o", {"t": [1, 2]}]
+
+
+def test_seccomp_program_is_well_formed():
+    prog = seccomp_program(own_pid=1234)
+    assert len(prog) < 4096
+    assert prog[-1] == (0x06, 0, 0, 0x7FFF0000)  # default: allow
+    for i, (code, jt, jf, _k) in enumerate(prog):
+        if code in (0x15, 0x45, 0x35):  # every jump lands inside the program
+            assert i + 1 + max(jt, jf) < len(prog)
+    assert (0x15, 1, 0, 1234) in prog  # signals to its own pid are allowed
