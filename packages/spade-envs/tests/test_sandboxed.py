@@ -1,0 +1,63 @@
+"""spade-envs through spade-sandbox's public interface (the `sandbox` extra)."""
+
+import pytest
+from conftest import GUESS_HINT, GUESS_SOURCE
+
+import spade_envs as se
+
+spade_sandbox = pytest.importorskip("spade_sandbox", reason="the sandbox extra (spade-sandbox) is not installed")
+
+
+@pytest.fixture(scope="module")
+def config():
+    return spade_sandbox.SandboxConfig(limits=spade_sandbox.Limits(call_wall_s=2.0))
+
+
+def transcript(factory, seed, actions):
+    env = factory(max_turns=10)
+    try:
+        first, _ = env.reset(seed=seed)
+        return [first] + [env.step(a) for a in actions]
+    finally:
+        env.close()
+
+
+def test_a_sandboxed_environment_plays_exactly_like_the_in_process_one(config):
+    inside = se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config)
+    outside = se.load_env(GUESS_SOURCE)
+    actions = ["\\boxed{25}", "junk", "\\boxed{12}", "\\boxed{40}"]
+    assert [list(x) if isinstance(x, tuple) else x for x in transcript(inside, 4, actions)] == \
+           [list(x) if isinstance(x, tuple) else x for x in transcript(outside, 4, actions)]
+
+
+def test_check_env_passes_through_the_sandbox(config):
+    factory = se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config)
+    report = se.check_env(factory, seeds=(0, 1), hint=GUESS_HINT)
+    assert report.solution_turns == 1
+
+
+def test_a_hanging_step_ends_its_episode_as_a_sandbox_error_not_a_reward(config):
+    hanging = GUESS_SOURCE.replace("guess = int(found[-1])", "guess = int(found[-1])\n            while True:\n                pass")
+    specs = [se.EpisodeSpec(se.load_env(hanging, sandbox=True, sandbox_config=config), seed=0, env_id="hang"),
+             se.EpisodeSpec(se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config), seed=0, env_id="ok")]
+    agent = se.ReplayAgent(["\\boxed{25}"])
+    results = se.run_episodes(specs, lambda batch: [agent(m) for m in batch])
+    assert results[0].error is not None and results[0].error.boundary == "sandbox"
+    assert results[0].error.kind == "SandboxTimeout"
+    assert results[1].error is None and len(results[1].turns) == 10
+
+
+def test_a_forbidden_import_is_reported_by_the_checker_with_the_sandbox_reason(config):
+    evil = "import socket\n" + GUESS_SOURCE
+    factory = se.load_env(evil, sandbox=True, sandbox_config=config)
+    with pytest.raises(se.ContractError) as info:
+        se.check_env(factory, seeds=(0,))
+    assert info.value.code == "construct_failed"
+    assert getattr(info.value.__cause__, "reason", None) == spade_sandbox.ReasonCode.FORBIDDEN_IMPORT
+
+
+def test_the_shipped_corpus_runs_sandboxed(config):
+    corpus = se.load_corpus("example")
+    for record in corpus.records[:3]:
+        factory = corpus.factory(record.id, sandbox=True, sandbox_config=config)
+        se.check_env(factory, seeds=(0,), max_turns=record.max_turns, hint=record.hint)
