@@ -40,7 +40,7 @@ def test_a_hanging_step_ends_its_episode_as_a_sandbox_error_not_a_reward(config)
     hanging = GUESS_SOURCE.replace("guess = int(found[-1])", "guess = int(found[-1])\n            while True:\n                pass")
     specs = [se.EpisodeSpec(se.load_env(hanging, sandbox=True, sandbox_config=config), seed=0, env_id="hang"),
              se.EpisodeSpec(se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config), seed=0, env_id="ok")]
-    agent = se.ReplayAgent(["\\boxed{25}"])
+    agent = se.ReplayAgent(["\\boxed{0}"])
     results = se.run_episodes(specs, lambda batch: [agent(m) for m in batch])
     assert results[0].error is not None and results[0].error.boundary == "sandbox"
     assert results[0].error.kind == "SandboxTimeout"
