@@ -24,6 +24,7 @@ from spade_sandbox import (
     SandboxError,
     SandboxPool,
     doctor_report,
+    get_backend,
     open_env,
     run,
 )
@@ -58,17 +59,30 @@ def our_containers(client) -> list:
     return client.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"})
 
 
+def fd_targets() -> list[str]:
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
 def pump_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("spade-docker-")]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def nothing_left_behind(engine):
+    our_containers(engine)  # its connection to the engine is open before the baseline
     fds_before = open_fds()
     children_before = child_pids()
     yield
     assert our_containers(engine) == [], "worker containers were left behind"
     assert pump_threads() == [], "stream pump threads were left running"
+    get_backend("docker").client().close()  # the SDK's idle engine connections (see DockerBackend.client)
+    open("/tmp/fdlist.txt", "w").write(repr(sorted(fd_targets())))
     assert open_fds() == fds_before, "file descriptors leaked"
     assert child_pids() == children_before
 

@@ -258,6 +258,7 @@ class DockerWorker(FramedWorker):
         except OSError:
             pass
         self._pump.join(timeout=5)
+        self._attach.close()  # the socket's fd closes only when its SocketIO wrapper closes too
         self._sock.close()
         docker = _docker_sdk()
         try:
@@ -285,7 +286,11 @@ class DockerBackend:
         self._lock = threading.Lock()
 
     def client(self) -> Any:
-        """The engine client, connected and pinged on first use; `InfrastructureError` if unreachable."""
+        """The engine client, connected and pinged on first use; `InfrastructureError` if unreachable.
+
+        The SDK keeps an idle connection per recently used request URL (at most 25 pools;
+        every container has its own URLs), so up to about 25 sockets to the engine stay
+        open while the backend is in use; `client().close()` releases them."""
         with self._lock:
             if self._client is None:
                 docker = _docker_sdk()

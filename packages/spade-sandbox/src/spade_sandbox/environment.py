@@ -37,7 +37,11 @@ _warned_lock = threading.Lock()
 def start_worker(config: SandboxConfig) -> WorkerHandle:
     """A fresh worker from the configured backend, with `require_layers` enforced and every
     other missing layer logged once per process."""
-    worker = get_backend(config.backend).start(config)
+    return check_layers(get_backend(config.backend).start(config), config)
+
+
+def check_layers(worker: WorkerHandle, config: SandboxConfig) -> WorkerHandle:
+    """Refuse (close) a worker missing a required layer; log other missing layers once."""
     inactive = {name: state for name, state in worker.layers.items() if not state.startswith("active")}
     missing = sorted(config.require_layers & (set(inactive) | (config.require_layers - set(worker.layers))))
     if missing:

@@ -1,12 +1,14 @@
 """A pool of warm, never-used workers, so an isolated environment is ready in milliseconds.
 
-Starting a worker (bubblewrap, an interpreter, preloading the allowed modules, applying the
-layers) is the slow part; a background thread keeps `size` started workers waiting. Each
-worker still serves exactly one environment: `open_env` takes a spare (or starts one when
-none is ready), loads the source into it, and the thread starts a replacement. A worker is
-recycled, never reused: after a fatal error or `recycle_after_episodes` episodes the
-environment moves to a fresh spare. `close()` kills the spares and every environment the
-pool opened and reaps them all.
+Starting a worker (bubblewrap, an interpreter, preloading the allowed modules) is the slow
+part. Where the backend offers a fork server (`start_zygote`, the process backend does),
+the pool starts one zygote and forks each worker from it, which costs about a millisecond;
+otherwise it starts workers one by one. A background thread keeps `size` workers waiting.
+Each worker still serves exactly one environment: `open_env` takes a spare (or makes one
+when none is ready), loads the source into it, and the thread makes a replacement. A worker
+is recycled, never reused: after a fatal error or `recycle_after_episodes` episodes the
+environment moves to a fresh one. `close()` kills the spares, every environment the pool
+opened and the zygote, and reaps them all.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import logging
 import threading
 import weakref
 
-from .environment import SandboxedEnv, run_script, start_worker
+from .environment import SandboxedEnv, check_layers, run_script, start_worker
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
-from .protocol import WorkerHandle
+from .protocol import WorkerHandle, get_backend
 from .result import ExecResult
 
 log = logging.getLogger("spade_sandbox")
@@ -38,6 +40,9 @@ class SandboxPool:
         self._cond = threading.Condition()
         self._closed = False
         self._last_error: SandboxError | None = None
+        self._zygote = None
+        self._zygote_lock = threading.Lock()
+        self._use_zygote = hasattr(get_backend(self.config.backend), "start_zygote")
         self._filler = threading.Thread(target=self._fill, name="spade-sandbox-pool", daemon=True)
         if size:
             self._filler.start()
@@ -50,7 +55,7 @@ class SandboxPool:
                 if self._closed:
                     return
             try:
-                worker = start_worker(self.config)
+                worker = self._make_worker()
             except SandboxError as exc:
                 log.warning("spade-sandbox pool: could not start a worker: %s", exc)
                 with self._cond:
@@ -64,6 +69,26 @@ class SandboxPool:
                 self._spares.append(worker)
                 self._cond.notify_all()
 
+    def _make_worker(self) -> WorkerHandle:
+        if not self._use_zygote:
+            return start_worker(self.config)
+        with self._zygote_lock:
+            if self._closed:
+                raise InfrastructureError("this SandboxPool is closed")
+            if self._zygote is None or not self._zygote.alive:
+                if self._zygote is not None:
+                    self._zygote.close()
+                    self._zygote = None
+                try:
+                    self._zygote = get_backend(self.config.backend).start_zygote(self.config)
+                except SandboxError as exc:
+                    log.warning("spade-sandbox pool: no fork server (%s); starting workers one by one", exc)
+                    self._use_zygote = False
+            zygote = self._zygote
+        if zygote is None:
+            return start_worker(self.config)
+        return check_layers(zygote.fork_worker(), self.config)
+
     def take_worker(self) -> WorkerHandle:
         """A started worker: a warm spare when one is ready, else a freshly started one."""
         with self._cond:
@@ -71,7 +96,7 @@ class SandboxPool:
                 raise InfrastructureError("this SandboxPool is closed")
             worker = self._spares.popleft() if self._spares else None
             self._cond.notify_all()
-        return worker if worker is not None else start_worker(self.config)
+        return worker if worker is not None else self._make_worker()
 
     @property
     def ready(self) -> int:
@@ -119,6 +144,10 @@ class SandboxPool:
             worker.close()
         for env in envs:
             env.close()
+        with self._zygote_lock:
+            if self._zygote is not None:
+                self._zygote.close()
+                self._zygote = None
 
     def __enter__(self) -> SandboxPool:
         return self

@@ -11,12 +11,16 @@ killing the whole process group with SIGKILL; every child is reaped.
 from __future__ import annotations
 
 import functools
+import itertools
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from .errors import InfrastructureError, SandboxError
@@ -171,21 +175,188 @@ class ProcessBackend:
             os.close(req_r)  # the child's ends
             os.close(rep_w)
         worker = ProcessWorker(proc, req_w, rep_r, work_dir, stderr_file, via_bwrap=bwrap is not None)
-        init = {
-            "op": "init",
-            "limits": config.limits.to_dict(),
-            "allowed_imports": sorted(config.allowed_imports),
-            "work_dir": inner_work,
-            "read_paths": read_paths,
-            "apply": ["unprivileged_uid", "landlock", "rlimits", "seccomp"],
-        }
-        started = time.monotonic()
-        try:
-            value = worker.request(init, config.start_timeout_s, 64 * 1024)
-        except SandboxError as exc:
-            worker.close()
-            raise InfrastructureError(
-                f"the sandbox worker failed to start ({exc.reason.value}: {exc.message}) after {time.monotonic() - started:.2f} s"
-            ) from None
-        worker.layers = {**self.host_layers(config), **value["layers"]}
+        worker.layers = {**self.host_layers(config), **send_init(worker, config, inner_work, read_paths)}
         return worker
+
+    def start_zygote(self, config: SandboxConfig) -> Zygote:
+        """A fork server for `SandboxPool`: fresh workers in about a millisecond each."""
+        return Zygote(config, self.host_layers(config))
+
+
+def send_init(worker: FramedWorker, config: SandboxConfig, work_dir: str, read_paths: list[str]) -> dict[str, str]:
+    """Send `init` (the worker applies its layers); the layers it reports. Closes it on failure."""
+    init = {
+        "op": "init",
+        "limits": config.limits.to_dict(),
+        "allowed_imports": sorted(config.allowed_imports),
+        "work_dir": work_dir,
+        "read_paths": read_paths,
+        "apply": ["unprivileged_uid", "landlock", "rlimits", "seccomp"],
+    }
+    started = time.monotonic()
+    try:
+        value = worker.request(init, config.start_timeout_s, 64 * 1024)
+        return dict(value["layers"])
+    except (SandboxError, KeyError, TypeError) as exc:
+        worker.close()
+        raise InfrastructureError(
+            f"the sandbox worker failed to start ({exc}) after {time.monotonic() - started:.2f} s"
+        ) from None
+
+
+class Zygote:
+    """A preloaded interpreter inside one bubblewrap sandbox that forks fresh workers.
+
+    Each forked worker applies its own uid drop, Landlock domain (its own work dir), rlimits
+    and seccomp filter, exactly as a directly started one; what siblings share is the
+    zygote's namespaces (no network, no /proc, SysV IPC denied by seccomp). The host kills
+    and reaps workers through the zygote, which reports every exit status.
+    """
+
+    def __init__(self, config: SandboxConfig, host_layers: dict[str, str]) -> None:
+        self.config = config
+        bwrap, _ = bwrap_status()
+        python, prefix = interpreter()
+        self.work_root = tempfile.mkdtemp(prefix="spade-zygote-", dir=config.work_root)
+        if os.getuid() == 0:
+            os.chown(self.work_root, NOBODY, NOBODY)
+        if bwrap:
+            argv = [bwrap, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(self.work_root), "--", python, "-S", "-B",
+                    f"{SANDBOX_WORKER_DIR}/worker.py", "--zygote"]  # fmt: skip
+            self.inner_root, self.read_paths = SANDBOX_WORK_DIR, [prefix, "/usr", SANDBOX_WORKER_DIR]
+        else:
+            argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py"), "--zygote"]
+            self.inner_root, self.read_paths = self.work_root, [prefix, "/usr", WORKER_DIR]
+        self.layers = dict(host_layers)
+        if bwrap:
+            self.layers["namespaces"] += "; shared by the workers of one pool"
+        self.stderr_file = tempfile.TemporaryFile()
+        self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdin=child_sock.fileno(), stdout=subprocess.DEVNULL, stderr=self.stderr_file,
+                env=SCRUBBED_ENV, cwd=self.work_root, close_fds=True, start_new_session=True,
+            )  # fmt: skip
+        except OSError as exc:
+            self.sock.close()
+            self.stderr_file.close()
+            shutil.rmtree(self.work_root, ignore_errors=True)
+            raise InfrastructureError(f"could not start the sandbox zygote: {exc}") from None
+        finally:
+            child_sock.close()
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+        self._forked: dict[int, int] = {}
+        self._exits: dict[int, int] = {}
+        self._ready = False
+        self.alive = True
+        self._send_lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read_events, name="spade-sandbox-zygote", daemon=True)
+        self._reader.start()
+        self._send({"op": "preload", "allowed_imports": sorted(config.allowed_imports)})
+        with self._cond:
+            self._cond.wait_for(lambda: self._ready or not self.alive, config.start_timeout_s)
+            ok = self._ready
+        if not ok:
+            self.close()
+            raise InfrastructureError("the sandbox zygote did not start; run `spade-sandbox doctor`")
+
+    def _send(self, message: dict, fds: list[int] | None = None) -> None:
+        with self._send_lock:
+            try:
+                socket.send_fds(self.sock, [json.dumps(message).encode()], fds or [])
+            except OSError:
+                pass  # the reader sees the zygote's end and marks it dead
+
+    def _read_events(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            with self._cond:
+                if not data:
+                    self.alive = False
+                    self._cond.notify_all()
+                    return
+                event = json.loads(data)
+                if event["event"] == "ready":
+                    self._ready = True
+                elif event["event"] == "forked":
+                    self._forked[event["id"]] = event["pid"]
+                elif event["event"] == "exit":
+                    self._exits[event["pid"]] = event["status"]
+                self._cond.notify_all()
+
+    def fork_worker(self) -> ZygoteWorker:
+        """A fresh worker, forked and initialised; raises `InfrastructureError`."""
+        n = next(self._ids)
+        host_dir = os.path.join(self.work_root, str(n))
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        try:
+            self._send({"op": "fork", "id": n, "work_dir": os.path.join(self.inner_root, str(n))}, [req_r, rep_w])
+        finally:
+            os.close(req_r)
+            os.close(rep_w)
+        with self._cond:
+            self._cond.wait_for(lambda: n in self._forked or not self.alive, self.config.start_timeout_s)
+            pid = self._forked.pop(n, None)
+        if pid is None:
+            os.close(req_w)
+            os.close(rep_r)
+            shutil.rmtree(host_dir, ignore_errors=True)
+            raise InfrastructureError("the sandbox zygote did not fork a worker")
+        worker = ZygoteWorker(self, pid, req_w, rep_r, host_dir)
+        worker.layers = {**self.layers, **send_init(worker, self.config, os.path.join(self.inner_root, str(n)), self.read_paths)}
+        return worker
+
+    def kill(self, pid: int) -> None:
+        self._send({"op": "kill", "pid": pid})
+
+    def wait_exit(self, pid: int, timeout_s: float) -> int | None:
+        with self._cond:
+            self._cond.wait_for(lambda: pid in self._exits or not self.alive, timeout_s)
+            if pid in self._exits:
+                return self._exits.pop(pid)
+            return None if self.alive else -signal.SIGKILL  # children die with the zygote
+
+    def close(self) -> None:
+        """Kill every worker of this zygote and the zygote itself; reap; remove the work dirs."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._reader.join(5)
+        self.sock.close()
+        self.stderr_file.close()
+        shutil.rmtree(self.work_root, ignore_errors=True)
+
+
+class ZygoteWorker(FramedWorker):
+    """A worker forked by a `Zygote`; killed and reaped through it."""
+
+    def __init__(self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str) -> None:
+        super().__init__(request_fd, reply_fd, work_dir)
+        self.zygote = zygote
+        self.pid = pid
+
+    def _kill(self) -> None:
+        self.zygote.kill(self.pid)
+
+    def _reap(self, timeout_s: float) -> int | None:
+        if not hasattr(self, "_status"):
+            status = self.zygote.wait_exit(self.pid, timeout_s)
+            if status is None:
+                return None
+            self._status = status
+        return self._status
+
+    def _cleanup(self) -> None:
+        super()._cleanup()
+        shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -7,6 +7,7 @@ Standard library only, no installation needed: copy (or bind-mount read-only) th
 
     python3 -S -B /that/dir/worker.py            # protocol on stdin (fd 0) / stdout (fd 1)
     python3 -S -B /that/dir/worker.py --fds 3,4  # protocol on fds 3 (requests) and 4 (replies)
+    python3 -S -B /that/dir/worker.py --zygote   # fork server on a unix socket at fd 0 (see zygote())
 
 (`python -m spade_sandbox.worker` works too where the package is installed.) Requests arrive
 as frames (see wire.py) on the request fd and replies leave on the reply fd. At start the
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import gc
 import io
 import os
 import sys
@@ -111,19 +113,11 @@ class Worker:
         self.allowed = frozenset(msg["allowed_imports"])
         apply = set(msg.get("apply", ("unprivileged_uid", "landlock", "rlimits", "seccomp")))
         layers: dict[str, str] = {}
-        for name in sorted(self.allowed):
-            try:
-                self.real_import(name)
-            except ImportError:
-                pass
-        # What the layers below need, loaded while the interpreter's files are still readable.
-        import ctypes  # noqa: F401
-        import resource  # noqa: F401
-        import struct  # noqa: F401
-
+        preload(self.allowed)
         work_dir = msg["work_dir"]
         os.chdir(work_dir)
         layers["unprivileged_uid"] = _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
+        _die_with_parent()
         read_paths = [p for p in msg.get("read_paths", []) if os.path.exists(p)]
         layers["landlock"] = _landlock(work_dir, read_paths) if "landlock" in apply else "unavailable: not requested"
         layers["rlimits"] = _rlimits(limits) if "rlimits" in apply else "unavailable: not requested"
@@ -132,6 +126,8 @@ class Worker:
         self.env_builtins["__import__"] = self.guarded_import
         layers["import_policy"] = "active"
         sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO("")
+        gc.collect()
+        gc.freeze()
         return {"layers": layers, "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0]}
 
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
@@ -325,6 +321,22 @@ class Worker:
                 os._exit(0)
 
 
+def preload(allowed: frozenset[str]) -> None:
+    """Import the allowed modules and what the layers need while the interpreter's files are
+    still readable; freeze them so the collector does not rescan them on every call."""
+    for name in sorted(allowed):
+        try:
+            builtins.__import__(name)
+        except ImportError:
+            pass
+    import ctypes  # noqa: F401
+    import resource  # noqa: F401
+    import struct  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+
+
 def _pick_class(module: types.ModuleType, class_name: str | None) -> type:
     if class_name is not None:
         cls = module.__dict__.get(class_name)
@@ -361,6 +373,12 @@ def _drop_uid() -> str:
     os.setgid(NOBODY)
     os.setuid(NOBODY)
     return f"active: uid {NOBODY}"
+
+
+def _die_with_parent() -> None:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
 
 
 def _rlimits(limits: dict) -> str:
@@ -459,6 +477,9 @@ _KILLED_SYSCALLS = {
     "pidfd_send_signal": 424, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
+    # SysV IPC: workers forked from one zygote share an IPC namespace.
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66,
+    "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220,
 }  # fmt: skip
 _SYS_CLONE, _SYS_CLONE3, _SYS_KILL, _SYS_TGKILL = 56, 435, 62, 234
 _CLONE_THREAD = 0x10000
@@ -517,6 +538,70 @@ def _seccomp() -> str:
     return f"active: {len(_KILLED_SYSCALLS)} system calls, new processes and foreign signals kill the worker"
 
 
+def zygote(control_fd: int) -> None:
+    """Fork server: preload once, then fork one fresh worker per request.
+
+    The control channel is a SOCK_SEQPACKET unix socket; each message is one JSON object.
+    Host -> zygote: {"op": "preload", "allowed_imports": [...]}, then
+    {"op": "fork", "id": n, "work_dir": path} carrying two fds (the worker's request and
+    reply ends) and {"op": "kill", "pid": p}. Zygote -> host: {"event": "ready"},
+    {"event": "forked", "id": n, "pid": p}, {"event": "exit", "pid": p, "status": s}
+    (s < 0: killed by signal -s). A forked child is an ordinary worker: the host sends it
+    `init` over its own channel, and it applies every layer itself. The zygote runs no
+    untrusted code; when the host closes the socket it kills its children and exits.
+    """
+    import json
+    import select
+    import signal
+    import socket
+
+    sock = socket.socket(fileno=control_fd)
+    children: dict[int, int] = {}  # pidfd -> pid
+
+    def send(message: dict) -> None:
+        sock.send(json.dumps(message).encode())
+
+    while True:
+        ready = select.select([sock.fileno(), *children], [], [])[0]
+        for fd in ready:
+            if fd in children:
+                pid = children.pop(fd)
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                send({"event": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+                continue
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+            if not data:
+                for pid in children.values():
+                    os.kill(pid, signal.SIGKILL)
+                os._exit(0)
+            msg = json.loads(data)
+            if msg["op"] == "preload":
+                preload(frozenset(msg["allowed_imports"]))
+                send({"event": "ready"})
+            elif msg["op"] == "kill":
+                if msg["pid"] in children.values():
+                    os.kill(msg["pid"], signal.SIGKILL)
+            elif msg["op"] == "fork":
+                os.mkdir(msg["work_dir"], 0o700)
+                if os.getuid() == 0:
+                    os.chown(msg["work_dir"], NOBODY, NOBODY)
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        sock.close()
+                        for other in children:
+                            os.close(other)
+                        os.setsid()
+                        Worker(fds[0], fds[1]).serve()
+                    finally:
+                        os._exit(EXIT_CHANNEL_BROKEN)
+                for received in fds:
+                    os.close(received)
+                children[os.pidfd_open(pid)] = pid
+                send({"event": "forked", "id": msg["id"], "pid": pid})
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     request_fd, reply_fd = 0, 1
@@ -528,7 +613,11 @@ def main(argv: list[str] | None = None) -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    Worker(request_fd, reply_fd).serve()
+    if argv == ["--zygote"]:
+        os.close(reply_fd)
+        zygote(request_fd)
+    else:
+        Worker(request_fd, reply_fd).serve()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,191 @@
+"""Sandbox benchmarks; every ratio is against a baseline measured in the same run.
+
+    uv run --package spade-sandbox python packages/spade-sandbox/benchmarks/bench_sandbox.py [--rounds N]
+
+1. Time to a ready isolated environment through a warm `SandboxPool` vs `python -c pass`
+   (goal: at least 10x faster); also a cold `open_env` and the pool's sustained rate when
+   environments are opened back to back faster than spares are started.
+2. Per-step round trip through the sandbox vs a bare pipe round trip of the same payload to
+   a child that only echoes frames (goal: within 3x).
+3. Steps per second of a small game sandboxed vs in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+from spade_sandbox import Limits, SandboxConfig, SandboxPool, open_env
+
+GAME = textwrap.dedent(
+    '''
+    import random
+
+    class GuessEnv:
+        def __init__(self, max_turns=10, n=100):
+            self.n = n
+            self.max_turns = max_turns
+
+        def reset(self, seed=None):
+            self.rng = random.Random(seed)
+            self.target = self.rng.randint(1, self.n)
+            self.turn = 0
+            return f"Guess a number from 1 to {self.n}. Answer as \\\\boxed{{k}}.", {"n": self.n}
+
+        def step(self, action):
+            self.turn += 1
+            guess = action.strip().removeprefix("\\\\boxed{").removesuffix("}")
+            if guess == str(self.target):
+                return "Correct.", 1.0, True, False, {"turn": self.turn}
+            hint = "higher" if guess.isdigit() and int(guess) < self.target else "lower"
+            return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"turn": self.turn}
+    '''
+)
+
+ECHO_CHILD = textwrap.dedent(
+    """
+    import os, struct, sys
+    reply = open(sys.argv[1], 'rb').read()
+    while True:
+        head = os.read(0, 4)
+        if len(head) < 4:
+            break
+        size = struct.unpack('>I', head)[0]
+        while size:
+            size -= len(os.read(0, size))
+        os.write(1, reply)
+    """
+)
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def bench_ready(config: SandboxConfig, rounds: int) -> None:
+    python_pass = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        python_pass.append(time.perf_counter() - t)
+    cold = []
+    for _ in range(max(3, rounds // 4)):
+        t = time.perf_counter()
+        env = open_env(GAME, config=config)
+        cold.append(time.perf_counter() - t)
+        env.close()
+    pooled = []
+    with SandboxPool(config, size=2) as pool:
+        for _ in range(rounds):
+            pool.wait_ready(60)  # a spare is waiting; the open itself is timed
+            t = time.perf_counter()
+            env = pool.open_env(GAME)
+            env.reset(seed=0)
+            pooled.append(time.perf_counter() - t)
+            env.close()
+        pool.wait_ready(60)
+        t = time.perf_counter()
+        for _ in range(rounds):
+            with pool.open_env(GAME) as env:
+                env.reset(seed=0)
+        sustained = (time.perf_counter() - t) / rounds
+    base = median_ms(python_pass)
+    print("1. time to a ready isolated environment (opened and reset)")
+    print(f"   python -c pass                 {base:8.2f} ms  (baseline)")
+    print(f"   open_env, cold                 {median_ms(cold):8.2f} ms  {median_ms(cold) / base:6.2f}x the baseline")
+    print(f"   SandboxPool, spare ready       {median_ms(pooled):8.2f} ms  {base / median_ms(pooled):6.1f}x faster (goal >= 10x)")
+    print(f"   SandboxPool(size=2), sustained {sustained * 1000:8.2f} ms  per environment opened back to back")
+
+
+def bench_round_trip(config: SandboxConfig, rounds: int) -> None:
+    from spade_sandbox import wire
+
+    obs = "o" * 200
+    src = f"class EchoEnv:\n    def reset(self, seed=None):\n        return 'r', {{}}\n    def step(self, action):\n        return {obs!r}, 0.5, False, False, {{'t': 1}}\n"
+    action = "\\boxed{" + "a" * 50 + "}"
+    steps = rounds * 50
+    with open_env(src, config=config) as env:
+        env.reset()
+        for _ in range(200):
+            env.step(action)
+        t = time.perf_counter()
+        for _ in range(steps):
+            env.step(action)
+        sandboxed = (time.perf_counter() - t) / steps
+    request = wire.encode({"op": "step", "action": action, "id": 1})
+    reply = wire.encode({"id": 1, "ok": True, "value": [obs, 0.5, False, False, {"t": 1}]})
+    reply_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"spade-bench-reply-{os.getpid()}")
+    with open(reply_path, "wb") as f:
+        f.write(reply)
+    child = subprocess.Popen([sys.executable, "-S", "-c", ECHO_CHILD, reply_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        w, r = child.stdin.fileno(), child.stdout.fileno()
+
+        def bare_round_trip() -> None:
+            os.write(w, request)
+            got = 0
+            while got < len(reply):
+                got += len(os.read(r, len(reply) - got))
+
+        for _ in range(200):
+            bare_round_trip()
+        t = time.perf_counter()
+        for _ in range(steps):
+            bare_round_trip()
+        bare = (time.perf_counter() - t) / steps
+    finally:
+        child.stdin.close()
+        child.wait()
+        child.stdout.close()
+        os.unlink(reply_path)
+    print(f"2. per-step round trip ({len(request)}-byte request, {len(reply)}-byte reply, {steps} steps)")
+    print(f"   bare pipe echo                 {bare * 1e6:8.1f} us  (baseline)")
+    print(f"   SandboxedEnv.step              {sandboxed * 1e6:8.1f} us  {sandboxed / bare:6.2f}x the baseline (goal <= 3x)")
+
+
+def bench_steps(config: SandboxConfig, rounds: int) -> None:
+    namespace: dict = {}
+    exec(compile(GAME, "<game>", "exec"), namespace)
+    episodes = rounds * 20
+    actions = [f"\\boxed{{{k}}}" for k in range(1, 11)]
+
+    def play(env) -> int:
+        steps = 0
+        for seed in range(episodes):
+            env.reset(seed=seed)
+            for action in actions:
+                steps += 1
+                if env.step(action)[2]:
+                    break
+        return steps
+
+    t = time.perf_counter()
+    n_local = play(namespace["GuessEnv"]())
+    local = n_local / (time.perf_counter() - t)
+    with open_env(GAME, config=config) as env:
+        t = time.perf_counter()
+        n_boxed = play(env)
+        boxed = n_boxed / (time.perf_counter() - t)
+    print(f"3. steps per second, guess-the-number game ({episodes} episodes, reset counted as work)")
+    print(f"   in-process                     {local:10.0f} steps/s  (baseline)")
+    print(f"   sandboxed                      {boxed:10.0f} steps/s  {local / boxed:6.1f}x slower")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30, help="repetitions per measurement (default 30)")
+    args = parser.parse_args()
+    config = SandboxConfig(limits=Limits(call_wall_s=10.0, cpu_s=60))
+    print(f"spade-sandbox benchmarks, {os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    bench_ready(config, args.rounds)
+    bench_round_trip(config, args.rounds)
+    bench_steps(config, args.rounds)
+
+
+if __name__ == "__main__":
+    main()
