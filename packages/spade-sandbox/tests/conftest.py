@@ -102,5 +102,26 @@ def child_pids() -> set[int]:
     return found
 
 
+def descendants() -> set[int]:
+    """Every process below this one (sandboxes nest: bwrap, its init, the zygote, workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found: set[int] = set()
+    todo = [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))

@@ -14,13 +14,14 @@ import time
 
 import pytest
 
-from conftest import GAME, child_pids, make_env_source, open_fds
-from spade_sandbox import ReasonCode, SandboxError, open_env
+from conftest import GAME, descendants, make_env_source, open_fds
+from spade_sandbox import ReasonCode, SandboxError, SandboxPool, open_env
 
 pytestmark = pytest.mark.timeout(60)
 
 R = ReasonCode
 HOST_SECRET = "host-secret-7f3a9c"
+OPEN = open_env  # set per run by the `opener` fixture
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -28,15 +29,34 @@ def no_leftovers():
     fds_before = open_fds()
     yield
     deadline = time.monotonic() + 5
-    while child_pids() and time.monotonic() < deadline:
+    while descendants() and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = {pid: open(f"/proc/{pid}/cmdline").read().replace("\0", " ") for pid in child_pids()}
+    left = {pid: open(f"/proc/{pid}/cmdline").read().replace("\0", " ") for pid in descendants()}
     assert left == {}, "sandbox processes were left behind"
     assert open_fds() == fds_before, "file descriptors leaked"
 
 
+@pytest.fixture(scope="module", params=["direct", "pooled"])
+def opener(request, no_leftovers, config, permissive):
+    """Run every case on a directly started worker and on one forked by a pool's zygote."""
+    global OPEN
+    if request.param == "direct":
+        OPEN = open_env
+        yield None
+    else:
+        pools = {c: SandboxPool(c, size=1) for c in (config, permissive)}
+        for pool in pools.values():
+            assert pool.wait_ready(60)
+        # Configs made inside a test (other limits) have no pool: those open directly.
+        OPEN = lambda source, config: pools[config].open_env(source) if config in pools else open_env(source, config=config)  # noqa: E731
+        yield pools
+        for pool in pools.values():
+            pool.close()
+    OPEN = open_env
+
+
 @pytest.fixture(scope="module")
-def bystander(config, no_leftovers):
+def bystander(config, opener):
     """An environment that must keep working while the attacks run next to it."""
     env = open_env(GAME, config=config)
     yield env
@@ -44,8 +64,8 @@ def bystander(config, no_leftovers):
 
 
 @pytest.fixture(autouse=True)
-def host_unaffected(bystander, tmp_path_factory):
-    before = child_pids()
+def host_unaffected(bystander, opener):
+    before = descendants()
     os.environ["SPADE_TEST_SECRET"] = HOST_SECRET
     yield
     os.environ.pop("SPADE_TEST_SECRET", None)
@@ -53,14 +73,17 @@ def host_unaffected(bystander, tmp_path_factory):
     assert obs.startswith("Guess a number") and info == {"n": 10}
     answer = bystander.call("solution")
     assert bystander.step(answer)[1:3] == (1.0, True)
-    assert child_pids() == before, "an attack left a process behind"
+    for pool in (opener or {}).values():
+        assert pool.wait_ready(60)
+    # A pool replaces the spare a test used: the same number of processes, not the same ones.
+    assert len(descendants()) == len(before), "an attack left a process behind"
 
 
 def expect(reason, source, config, *, op="step", action="go"):
     """Open `source`, drive it to `op`, and assert the call fails with `reason`."""
     started = time.monotonic()
     with pytest.raises(SandboxError) as caught:
-        with open_env(source, config=config) as env:
+        with OPEN(source, config=config) as env:
             if op in ("reset", "step"):
                 env.reset(seed=0)
             if op == "step":
@@ -76,7 +99,7 @@ def expect(reason, source, config, *, op="step", action="go"):
 
 def run_step(source, config):
     """A step that is expected to succeed; returns its observation."""
-    with open_env(source, config=config) as env:
+    with OPEN(source, config=config) as env:
         env.reset(seed=0)
         return env.step("go")[0]
 
@@ -127,7 +150,7 @@ def test_ignoring_sigterm_does_not_delay_the_kill(permissive):
 def test_close_is_quick_when_close_hangs_and_sigterm_is_ignored(permissive):
     src = make_env_source(header="import signal", init="signal.signal(signal.SIGTERM, signal.SIG_IGN)",
                           extra="def close(self):\n    while True: pass\n")  # fmt: skip
-    env = open_env(src, config=permissive)
+    env = OPEN(src, config=permissive)
     env.reset()
     started = time.monotonic()
     env.close()
@@ -357,7 +380,7 @@ def test_builtins_import_escape_is_still_killed(config):
 def test_builtins_tampering_stays_inside_the_environment(config):
     src = make_env_source(step="__builtins__['len'] = lambda x: -1\n__builtins__['isinstance'] = lambda *a: True\n"
                                "return 'tampered', 0.0, False, False, {}")  # fmt: skip
-    with open_env(src, config=config) as env:
+    with OPEN(src, config=config) as env:
         env.reset()
         assert env.step("a")[0] == "tampered"
         assert env.step("b")[0] == "tampered"  # the worker's own checks still work
@@ -436,7 +459,7 @@ def test_bad_reset_return(config):
 
 def test_bad_return_keeps_the_environment_usable(config):
     src = make_env_source(step="self.n = getattr(self, 'n', 0) + 1\nreturn ('x', float('nan') if self.n == 1 else 1.0, True, False, {})")
-    with open_env(src, config=config) as env:
+    with OPEN(src, config=config) as env:
         env.reset()
         with pytest.raises(SandboxError) as caught:
             env.step("a")
@@ -453,7 +476,7 @@ def test_environment_exception_carries_type_and_text(config):
 def test_an_environment_cannot_read_another_ones_state(permissive):
     secret = "victim-secret-41b2"
     victim_src = make_env_source(init=f"self.secret = {secret!r}\nopen('secret.txt', 'w').write(self.secret)")
-    with open_env(victim_src, config=permissive) as victim:
+    with OPEN(victim_src, config=permissive) as victim:
         victim.reset()
         spy_step = f"""
 import os
@@ -463,6 +486,15 @@ for path in [{victim.work_dir + '/secret.txt'!r}, '/work/secret.txt', '../secret
         found.append(open(path).read())
     except OSError as exc:
         found.append(type(exc).__name__)
+for n in range(1, 64):  # sibling work dirs of a pool's zygote
+    try:
+        found.append(open(f'/work/{{n}}/secret.txt').read())
+    except OSError:
+        pass
+try:
+    found.append(repr(os.listdir('/work')))
+except OSError as exc:
+    found.append(type(exc).__name__)
 for pid in range(1, 64):
     try:
         found.append(open(f'/proc/{{pid}}/cmdline').read())
