@@ -14,7 +14,7 @@ def _last_boxed(text):
 
 def score(secret: str, guess: str) -> tuple[int, int]:
     """(digits right and in the right place, digits right but in the wrong place)."""
-    exact = sum(s == g for s, g in zip(secret, guess))
+    exact = sum(s == g for s, g in zip(secret, guess, strict=True))
     common = sum((Counter(secret) & Counter(guess)).values())
     return exact, common - exact
 

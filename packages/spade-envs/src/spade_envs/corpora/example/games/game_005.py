@@ -71,9 +71,7 @@ class MazeWalkEnv:
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         rng = random.Random(seed)
         self._grid = _carve(rng, self.rows, self.cols, extra_openings=3)
-        floor = [
-            (r, c) for r, row in enumerate(self._grid) for c, cell in enumerate(row) if cell
-        ]
+        floor = [(r, c) for r, row in enumerate(self._grid) for c, cell in enumerate(row) if cell]
         self._position = rng.choice(floor)
         paths = _shortest_paths(self._grid, self._position)
         # The goal is the farthest square, so no short lucky walk reaches it.
@@ -99,9 +97,12 @@ class MazeWalkEnv:
             for c, cell in enumerate(row):
                 square = (r, c)
                 cells.append(
-                    "@" if square == self._position
-                    else "G" if square == self._goal
-                    else "." if cell
+                    "@"
+                    if square == self._position
+                    else "G"
+                    if square == self._goal
+                    else "."
+                    if cell
                     else "#"
                 )
             rows.append(f"{r:2d} " + "".join(cells))

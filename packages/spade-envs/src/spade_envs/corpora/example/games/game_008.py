@@ -116,7 +116,7 @@ class TripleRuleEnv:
             if letters == self._answer:
                 observation, reward = "All test triples classified correctly!", 1.0
             else:
-                wrong = sum(x != y for x, y in zip(letters, self._answer))
+                wrong = sum(x != y for x, y in zip(letters, self._answer, strict=True))
                 observation = f"{wrong} of the {_TEST_SIZE} labels are wrong; the game is lost."
         else:
             observation = (

