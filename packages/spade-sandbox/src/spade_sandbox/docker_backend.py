@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import socket
 import threading
 from collections.abc import Mapping
@@ -174,6 +175,7 @@ class DockerWorker(FramedWorker):
         super().__init__(os.dup(self._sock.fileno()), reply_fd, f"container {container.short_id}:{SANDBOX_WORK_DIR}")
         self._stderr = bytearray()
         self._status: int | None = None
+        self._removed = False
         self._pump = threading.Thread(target=self._demultiplex, name=f"spade-docker-{container.short_id}", daemon=True)
         self._pump.start()
 
@@ -207,13 +209,19 @@ class DockerWorker(FramedWorker):
             os.close(self._pump_fd)
 
     def _kill(self) -> None:
-        if self._status is not None:
+        if self._removed:
             return
         docker = _docker_sdk()
         try:
-            self.container.kill()
+            # SIGKILL and removal in one engine call; the exit status is not needed after a kill.
+            self.container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
         except (docker.errors.APIError, OSError):
-            pass  # it already exited or is gone; _reap says which
+            return  # _cleanup tries again; remove_leftover_containers() finds it by its label
+        self._removed = True
+        if self._status is None:
+            self._status = -signal.SIGKILL
 
     def _reap(self, timeout_s: float) -> int | None:
         if self._status is not None:
@@ -221,14 +229,8 @@ class DockerWorker(FramedWorker):
         docker = _docker_sdk()
         try:
             result = self.container.wait(timeout=max(timeout_s, 0.1))
-        except docker.errors.NotFound:
-            return None
         except (docker.errors.APIError, OSError, ValueError):
-            return None
-        except Exception as exc:  # requests' ReadTimeout/ConnectionError: still running
-            if type(exc).__module__.startswith(("requests", "urllib3")):
-                return None
-            raise
+            return None  # requests' timeouts are OSErrors: still running, or the engine is gone
         code = int(result.get("StatusCode", -1))
         # The engine reports a process killed by signal N as exit status 128 + N.
         self._status = -(code - 128) if code > 128 else code
@@ -260,13 +262,7 @@ class DockerWorker(FramedWorker):
         self._pump.join(timeout=5)
         self._attach.close()  # the socket's fd closes only when its SocketIO wrapper closes too
         self._sock.close()
-        docker = _docker_sdk()
-        try:
-            self.container.remove(force=True)
-        except docker.errors.NotFound:
-            pass
-        except (docker.errors.APIError, OSError):
-            pass  # remove_leftover_containers() finds it by its label
+        self._kill()
 
 
 def _write_blocking(fd: int, data: bytes) -> None:
