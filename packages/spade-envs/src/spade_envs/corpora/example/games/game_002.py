@@ -5,8 +5,8 @@ import re
 
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _SECRET_BOUND = 10_000
-# Three pairwise coprime moduli up to 20 multiply to at most 6460, so the player must ask at
-# least four questions and combine them.
+# Any three moduli up to 20 have a least common multiple of at most 6460, so even with the free
+# remainder given at the start the player must ask at least three questions and combine them.
 _MAX_MODULUS = 20
 
 

@@ -48,7 +48,8 @@ def _describe(statement):
     if kind == "at_least_one":
         return f"At least one of {names[0]} and {names[1]} is {role}."
     if kind == "exactly":
-        return f"Exactly {value} of {names[0]}, {names[1]} and {names[2]} are knights."
+        count = "one of them is a knight" if value == 1 else f"{value} of them are knights"
+        return f"Among {names[0]}, {names[1]} and {names[2]}, exactly {count}."
     return f"If {names[0]} is a knight, then {names[1]} is a knave."
 
 
