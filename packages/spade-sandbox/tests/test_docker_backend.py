@@ -9,6 +9,9 @@ left, no pump thread runs and the fd count is back at its baseline.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -53,11 +56,19 @@ def engine():
     return client
 
 
-def our_containers(client) -> list[str]:
-    """Ids of this process's worker containers (the low-level call: one URL, one connection)."""
+def worker_containers(client, owner: str) -> list[dict]:
+    """Worker containers of the host process `owner` (always the same low-level call, so the
+    SDK's per-URL connection cache holds one connection for it)."""
     from spade_sandbox.docker_backend import LABEL
 
-    return [c["Id"] for c in client.api.containers(all=True, filters={"label": f"{LABEL}={os.getpid()}"})]
+    return [c for c in client.api.containers(all=True, filters={"label": LABEL}) if c["Labels"][LABEL] == owner]
+
+
+def our_containers(client) -> list[str]:
+    """Ids of this process's worker containers."""
+    from spade_sandbox.docker_backend import owner_label
+
+    return [c["Id"] for c in worker_containers(client, owner_label())]
 
 
 def pump_threads() -> list[threading.Thread]:
@@ -316,3 +327,33 @@ def test_missing_image_is_an_infrastructure_error_naming_the_build(docker_config
     with pytest.raises(InfrastructureError) as caught:
         open_env(GAME, config=config)
     assert caught.value.is_infrastructure and "build-image.sh" in caught.value.message
+
+
+HOST_THAT_DIES = """
+import sys
+from spade_sandbox import Limits, SandboxConfig, open_env
+from spade_sandbox.docker_backend import owner_label
+source = "class HangEnv:\\n    def reset(self, seed=None):\\n        return 'r', {}\\n    def step(self, action):\\n        while True: pass\\n"
+env = open_env(source, config=SandboxConfig(backend="docker", limits=Limits(call_wall_s=60.0, cpu_s=120)))
+env.reset()
+print(owner_label(), flush=True)
+env.step("spin")
+"""
+
+
+def test_containers_of_a_host_that_died_are_removed(engine):
+    from spade_sandbox.docker_backend import remove_leftover_containers
+
+    child = subprocess.Popen([sys.executable, "-c", HOST_THAT_DIES], stdout=subprocess.PIPE, text=True)
+    try:
+        owner = child.stdout.readline().strip()
+        assert owner.endswith(f":{child.pid}")
+        time.sleep(0.3)  # the step is running in the container now
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+    orphans = worker_containers(engine, owner)
+    assert len(orphans) == 1 and orphans[0]["State"] == "running"  # busy: stdin EOF alone does not stop it
+    assert remove_leftover_containers() == 1
+    assert worker_containers(engine, owner) == []

@@ -15,7 +15,8 @@ small thread per worker splits them: stdout goes into a pipe that the shared
 `FramedWorker` reads with deadlines, stderr into a short tail kept for error messages.
 Deadlines are enforced from outside by killing the container; every container is removed
 when its worker closes. A container whose host process died gets EOF on stdin
-(`stdin_once`) and exits; `remove_leftover_containers()` removes such exited ones.
+(`stdin_once`) and exits unless it is busy; the backend removes such orphans (busy or not)
+when it first connects, and `remove_leftover_containers()` does it on demand.
 
 Backend options (`SandboxConfig.backend_options`, or `SPADE_SANDBOX_OPT_<NAME>`):
   image          the image to run (default `spade-sandbox:py3`)
@@ -29,6 +30,7 @@ Backend options (`SandboxConfig.backend_options`, or `SPADE_SANDBOX_OPT_<NAME>`)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import signal
@@ -43,9 +45,11 @@ from .limits import SandboxConfig
 from .process import NOBODY, SCRUBBED_ENV, WORKER_DIR
 from .protocol import FramedWorker
 
+log = logging.getLogger("spade_sandbox")
+
 DEFAULT_IMAGE = "spade-sandbox:py3"
 LABEL = "spade-sandbox.worker"
-"""Label on every container this backend creates; its value is the host process id."""
+"""Label on every container this backend creates; its value is `owner_label()` of its host process."""
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
 TMP_MIB = 16
@@ -289,13 +293,11 @@ class DockerBackend:
         open while the backend is in use; `client().close()` releases them."""
         with self._lock:
             if self._client is None:
-                docker = _docker_sdk()
-                try:
-                    client = docker.from_env(timeout=30)
-                    client.ping()
-                except Exception as exc:  # the SDK raises DockerException or requests' errors
-                    raise InfrastructureError(f"cannot reach a Docker engine ({_first_line(exc)}); {ENGINE_HINT}") from None
+                client = _connect()
                 self._client = client
+                removed = _remove_orphans(client, all_processes=False)
+                if removed:
+                    log.info("spade-sandbox: removed %d worker container(s) left by host processes that died", removed)
             return self._client
 
     def _require_image(self, image: str) -> None:
@@ -345,7 +347,7 @@ class DockerBackend:
                 environment=dict(SCRUBBED_ENV),
                 working_dir=SANDBOX_WORK_DIR,
                 hostname="sandbox",
-                labels={LABEL: str(os.getpid())},
+                labels={LABEL: owner_label()},
                 stdin_open=True,  # the SDK sets StdinOnce with it: stdin closes when we detach
                 network_mode="none",
                 ipc_mode="none",
@@ -404,22 +406,50 @@ def _merge_layers(host: dict[str, str], worker: dict[str, str]) -> dict[str, str
     return layers
 
 
-def remove_leftover_containers(all_processes: bool = False) -> int:
-    """Remove worker containers that outlived their host process; returns how many.
-
-    By default only those whose host process (the label's pid) is no longer running here;
-    `all_processes=True` removes every container carrying the label."""
+def _connect() -> Any:
+    """A docker SDK client of the engine that DOCKER_HOST (or the default socket) names, pinged."""
     docker = _docker_sdk()
-    client = DockerBackend().client()
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except Exception as exc:  # the SDK raises DockerException or requests' errors
+        raise InfrastructureError(f"cannot reach a Docker engine ({_first_line(exc)}); {ENGINE_HINT}") from None
+    return client
+
+
+def owner_label() -> str:
+    """`hostname:pid` of this process, the value of `LABEL` on the containers it starts."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def remove_leftover_containers(all_processes: bool = False) -> int:
+    """Remove worker containers whose host process died (on this machine); returns how many.
+
+    The backend also does this once when it first connects. `all_processes=True` removes
+    every container carrying `LABEL`, also those of live processes and other machines."""
+    client = _connect()
+    try:
+        return _remove_orphans(client, all_processes)
+    finally:
+        client.close()
+
+
+def _remove_orphans(client: Any, all_processes: bool) -> int:
+    docker = _docker_sdk()
+    host = socket.gethostname()
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get(LABEL, "")
-        if not all_processes and owner.isdigit() and _pid_alive(int(owner)):
+    try:
+        found = client.api.containers(all=True, filters={"label": LABEL})
+    except (docker.errors.APIError, OSError):
+        return 0
+    for entry in found:
+        owner_host, _, owner_pid = entry.get("Labels", {}).get(LABEL, "").rpartition(":")
+        if not all_processes and (owner_host != host or not owner_pid.isdigit() or _pid_alive(int(owner_pid))):
             continue
         try:
-            container.remove(force=True)
+            client.api.remove_container(entry["Id"], force=True)
             removed += 1
-        except docker.errors.APIError:
+        except (docker.errors.APIError, OSError):
             pass
     return removed
 
