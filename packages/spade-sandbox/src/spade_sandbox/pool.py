@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+import time
 import weakref
 
 from .environment import SandboxedEnv, check_layers, run_script, start_worker
@@ -25,6 +26,10 @@ from .protocol import WorkerHandle, get_backend
 from .result import ExecResult
 
 log = logging.getLogger("spade_sandbox")
+
+REFILL_PAUSE_S = 0.05
+"""While spares remain, refilling waits this long after a take, so starting a replacement
+does not compete (CPU, GIL) with the environment that was just opened."""
 
 
 class SandboxPool:
@@ -40,6 +45,7 @@ class SandboxPool:
         self._cond = threading.Condition()
         self._closed = False
         self._last_error: SandboxError | None = None
+        self._last_take = 0.0
         self._zygote = None
         self._zygote_lock = threading.Lock()
         self._use_zygote = hasattr(get_backend(self.config.backend), "start_zygote")
@@ -50,8 +56,14 @@ class SandboxPool:
     def _fill(self) -> None:
         while True:
             with self._cond:
-                while not self._closed and len(self._spares) >= self.size:
-                    self._cond.wait()
+                while not self._closed:
+                    quiet = time.monotonic() - self._last_take
+                    if len(self._spares) >= self.size:
+                        self._cond.wait()
+                    elif self._spares and quiet < REFILL_PAUSE_S:
+                        self._cond.wait(REFILL_PAUSE_S - quiet)
+                    else:
+                        break
                 if self._closed:
                     return
             try:
@@ -95,6 +107,7 @@ class SandboxPool:
             if self._closed:
                 raise InfrastructureError("this SandboxPool is closed")
             worker = self._spares.popleft() if self._spares else None
+            self._last_take = time.monotonic()
             self._cond.notify_all()
         return worker if worker is not None else self._make_worker()
 

@@ -102,6 +102,7 @@ class FramedWorker:
         self._dead = False
         self._closed = False
         self._lock = threading.Lock()
+        self._replies = wire.FrameReader(reply_fd)
         os.set_blocking(request_fd, False)
         os.set_blocking(reply_fd, False)
 
@@ -135,7 +136,7 @@ class FramedWorker:
             deadline = time.monotonic() + timeout_s
             try:
                 wire.write_frame(self.request_fd, {**message, "id": rid}, deadline)
-                reply = wire.read_frame(self.reply_fd, reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline)
+                reply = self._replies.read(reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline)
             except TimeoutError:
                 self._die()
                 raise SandboxTimeout(f"{message.get('op')} did not finish within {timeout_s:g} s (Limits.call_wall_s)") from None
@@ -148,9 +149,14 @@ class FramedWorker:
                 raise ProtocolError(f"{message.get('op')} reply: {exc}") from None
             except (TypeError, ValueError) as exc:  # the request itself is not JSON
                 raise TypeError(f"cannot send {message.get('op')} request: {exc}") from None
-            if not isinstance(reply, dict) or reply.get("id") != rid or not isinstance(reply.get("ok"), bool):
+            if (
+                not isinstance(reply, dict)
+                or reply.get("id") != rid
+                or not isinstance(reply.get("ok"), bool)
+                or self._replies.pending
+            ):
                 self._die()
-                raise ProtocolError(f"{message.get('op')}: the worker sent a malformed or out-of-order reply")
+                raise ProtocolError(f"{message.get('op')}: the worker sent a malformed, out-of-order or unsolicited reply")
             if reply["ok"]:
                 return reply.get("value")
             error = error_for(str(reply.get("reason")), str(reply.get("message", ""))[:8000])

@@ -53,9 +53,14 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not allowed in a frame")
 
 
+# Built once: json.dumps/loads with options build a new coder on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def encode(message: object) -> bytes:
     """One frame holding `message` (raises ValueError/TypeError for non-JSON data)."""
-    body = json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    body = _ENCODER.encode(message).encode()
     if len(body) > MAX_FRAME_BYTES:
         raise FrameError("too_large", f"frame of {len(body)} bytes exceeds {MAX_FRAME_BYTES}")
     return HEADER.pack(len(body)) + body
@@ -63,7 +68,7 @@ def encode(message: object) -> bytes:
 
 def decode(body: bytes) -> object:
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        return _DECODER.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise FrameError("invalid", f"frame is not valid JSON: {exc}") from None
 
@@ -72,23 +77,74 @@ def write_all(fd: int, data: bytes, deadline: float | None = None) -> None:
     """Write every byte; with a deadline the fd must be non-blocking and select() waits."""
     view = memoryview(data)
     while view:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("write did not finish before the deadline")
-            if not select.select([], [fd], [], left)[1]:
-                continue
         try:
             n = os.write(fd, view)
         except BlockingIOError:
-            continue
+            n = 0
         except (BrokenPipeError, ConnectionResetError):
             raise FrameError("eof", "the other side closed the channel") from None
         view = view[n:]
+        if view and deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("write did not finish before the deadline")
+            select.select([], [fd], [], left)
+
+
+class FrameReader:
+    """Reads frames from one fd through a buffer: usually one read() per frame.
+
+    With a deadline the fd must be non-blocking; select() waits only when no byte is there.
+    `pending` tells whether bytes beyond the last frame arrived (unsolicited data)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.buffer)
+
+    def _fill(self, want: int, deadline: float | None) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, min(max(want - len(self.buffer), 1 << 16), 1 << 20))
+            except BlockingIOError:
+                left = deadline - time.monotonic() if deadline is not None else None
+                if left is not None and left <= 0:
+                    raise TimeoutError("read did not finish before the deadline") from None
+                select.select([self.fd], [], [], left)
+                continue
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                raise FrameError("eof", "the other side closed the channel")
+            self.buffer += chunk
+            return
+
+    def read(self, max_bytes: int, deadline: float | None = None) -> object:
+        """One frame; a body over `max_bytes` is FrameError("too_large") before it is read."""
+        while len(self.buffer) < HEADER.size:
+            self._fill(HEADER.size, deadline)
+        (size,) = HEADER.unpack_from(self.buffer)
+        if size > MAX_FRAME_BYTES:
+            raise FrameError("invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap")
+        if size > max_bytes:
+            raise FrameError("too_large", f"reply of {size} bytes exceeds the {max_bytes}-byte cap")
+        end = HEADER.size + size
+        while len(self.buffer) < end:
+            self._fill(end, deadline)
+        body = bytes(self.buffer[HEADER.size : end])
+        del self.buffer[:end]
+        return decode(body)
+
+
+def write_frame(fd: int, message: object, deadline: float | None = None) -> None:
+    write_all(fd, encode(message), deadline)
 
 
 def read_exact(fd: int, size: int, deadline: float | None = None) -> bytes:
-    """Read exactly `size` bytes; FrameError("eof") if the channel closes first."""
+    """Read exactly `size` bytes and no more; FrameError("eof") if the channel closes first."""
     chunks = []
     while size:
         if deadline is not None:
@@ -110,12 +166,8 @@ def read_exact(fd: int, size: int, deadline: float | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def write_frame(fd: int, message: object, deadline: float | None = None) -> None:
-    write_all(fd, encode(message), deadline)
-
-
 def read_frame(fd: int, max_bytes: int, deadline: float | None = None) -> object:
-    """Read one frame; a body over `max_bytes` is FrameError("too_large") before it is read."""
+    """Read one frame and not a byte past it (a loop over one fd is faster with FrameReader)."""
     (size,) = HEADER.unpack(read_exact(fd, HEADER.size, deadline))
     if size > MAX_FRAME_BYTES:
         raise FrameError("invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap")
@@ -125,22 +177,23 @@ def read_frame(fd: int, max_bytes: int, deadline: float | None = None) -> object
 
 
 def check_json(value: object, what: str, max_bytes: int) -> object:
-    """`value` as it will arrive after a JSON round trip; raise if it is not JSON or too big."""
+    """`value` itself when it is JSON data within `max_bytes` once encoded; raise otherwise."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise ValueCheckError("bad_return", f"{what} is not JSON data: {exc}") from None
     except RecursionError:
         raise ValueCheckError("bad_return", f"{what} is nested too deeply to be JSON") from None
     if len(text) > max_bytes:
         raise ValueCheckError("output_too_large", f"{what} is {len(text)} bytes, over the {max_bytes}-byte cap")
-    return json.loads(text)
+    return value
 
 
 def _check_text(value: object, what: str, max_bytes: int) -> str:
     if type(value) is not str:
         raise ValueCheckError("bad_return", f"{what} must be a str, got {type(value).__name__}")
-    if len(value) > max_bytes or len(value.encode("utf-8", "surrogatepass")) > max_bytes:
+    # UTF-8 takes at most 4 bytes a character: short strings need no encoding to be measured.
+    if len(value) * 4 > max_bytes and len(value.encode("utf-8", "surrogatepass")) > max_bytes:
         raise ValueCheckError("output_too_large", f"{what} is over the {max_bytes}-byte cap")
     return value
 

@@ -70,7 +70,8 @@ class _CappedText(io.TextIOBase):
         self.overflow = False
 
     def start(self, cap: int) -> None:
-        self.cap, self.parts, self.size, self.overflow = cap, [], 0, False
+        if self.size or self.cap != cap:
+            self.cap, self.parts, self.size, self.overflow = cap, [], 0, False
 
     def writable(self) -> bool:
         return True
@@ -126,9 +127,19 @@ class Worker:
         self.env_builtins["__import__"] = self.guarded_import
         layers["import_policy"] = "active"
         sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO("")
+        self.warm_up()
         gc.collect()
         gc.freeze()
         return {"layers": layers, "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0]}
+
+    def warm_up(self) -> None:
+        """Go through open/reset/step once on a tiny environment, so the first real call does
+        not pay for first-touch page faults (copy-on-write after a fork) and cold caches."""
+        self.open({"source": _WARM_UP_SOURCE})
+        wire.encode({"id": 0, "ok": True, "value": self.step({"action": "warm"})})
+        self.reset({"seed": 0})
+        self.env = None
+        del sys.modules[ENV_MODULE]
 
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
         # Only code whose builtins are `env_builtins` (the environment's module and what it
@@ -165,7 +176,8 @@ class Worker:
     # -- calls ---------------------------------------------------------------------------
     def guarded_call(self, fn, *args):
         """Run environment code; map whatever it does to a value or a `_CallError`."""
-        self.violations.clear()
+        if self.violations:
+            self.violations.clear()
         self.stdout.start(self.max_output)
         self.stderr.start(self.max_output)
         try:
@@ -269,9 +281,9 @@ class Worker:
                 pass  # the worker exits right after; a failing close() changes nothing
 
     # -- loop ----------------------------------------------------------------------------
-    def reply(self, message: dict) -> None:
+    def reply(self, frame: bytes) -> None:
         try:
-            wire.write_frame(self.reply_fd, message)
+            wire.write_all(self.reply_fd, frame)
         except (wire.FrameError, OSError):
             os._exit(EXIT_CHANNEL_BROKEN)
 
@@ -284,9 +296,10 @@ class Worker:
             "call": self.call,
             "exec": self.exec_script,
         }
+        requests = wire.FrameReader(self.request_fd)
         while True:
             try:
-                msg = wire.read_frame(self.request_fd, wire.MAX_FRAME_BYTES)
+                msg = requests.read(wire.MAX_FRAME_BYTES)
             except (wire.FrameError, OSError):
                 os._exit(EXIT_CHANNEL_BROKEN)
             if not isinstance(msg, dict):
@@ -294,7 +307,7 @@ class Worker:
             rid, op = msg.get("id"), msg.get("op")
             if op == "close":
                 self.close_env()
-                self.reply({"id": rid, "ok": True, "value": None})
+                self.reply(wire.encode({"id": rid, "ok": True, "value": None}))
                 os._exit(0)
             fatal = False
             try:
@@ -313,12 +326,25 @@ class Worker:
             except (KeyError, TypeError) as exc:
                 answer = {"id": rid, "ok": False, "reason": "protocol_error", "message": f"malformed request: {exc!r}"}
             try:
-                wire.encode(answer)
+                frame = wire.encode(answer)
             except (TypeError, ValueError, wire.FrameError) as exc:
-                answer = {"id": rid, "ok": False, "reason": "bad_return", "message": f"reply is not JSON: {exc}"}
-            self.reply(answer)
+                frame = wire.encode({"id": rid, "ok": False, "reason": "bad_return", "message": f"reply is not JSON: {exc}"})
+            self.reply(frame)
             if fatal:
                 os._exit(0)
+
+
+_WARM_UP_SOURCE = """
+class WarmUpEnv:
+    def __init__(self, max_turns=10, **kwargs):
+        self.state = {"turns": max_turns, **kwargs}
+
+    def reset(self, seed=None):
+        return f"start {seed}", {"seed": seed}
+
+    def step(self, action):
+        return action.strip().removeprefix("w"), 0.5, len(action) > 3, False, {"n": [len(action)]}
+"""
 
 
 def preload(allowed: frozenset[str]) -> None:
