@@ -130,7 +130,7 @@ MEASURED_RANDOM_WIN_RATE = {
     "optimization_knapsack": 0.0025,
     "optimization_cheapest_route": 0.019,
     "causal_switch_wiring": 0.0,
-    "causal_intervention_prediction": 0.004,
+    "causal_intervention_prediction": 0.005,
 }
 RANDOM_WIN_BOUND = 0.06
 

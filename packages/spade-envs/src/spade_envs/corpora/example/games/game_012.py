@@ -45,7 +45,7 @@ class InterventionEnv:
         rng = random.Random(seed)
         while True:
             self._order = rng.sample(_NAMES, len(_NAMES))  # hidden causal order
-            self._base = {name: rng.randint(-5, 5) for name in _NAMES}
+            self._base = {name: rng.randint(-30, 30) for name in _NAMES}
             self._causes = {name: {} for name in _NAMES}
             for j, effect in enumerate(self._order):
                 for cause in self._order[:j]:
@@ -53,7 +53,10 @@ class InterventionEnv:
                         self._causes[effect][cause] = rng.choice(_WEIGHTS)
             first, second, target = sorted(rng.sample(range(len(_NAMES)), 3))
             x, z, y = self._order[first], self._order[second], self._order[target]
-            a, b = rng.randint(-9, 9), rng.randint(-9, 9)
+            a, b = (
+                rng.choice([-1, 1]) * rng.randint(5, 20),
+                rng.choice([-1, 1]) * rng.randint(5, 20),
+            )
             natural = self._values({})
             answer = self._values({x: a, z: b})[y]
             # Adding up the two separate effects double-counts what x passes on through z; keep
@@ -61,7 +64,7 @@ class InterventionEnv:
             effect_x = self._values({x: a})[y] - natural[y]
             effect_z = self._values({z: b})[y] - natural[y]
             naive = natural[y] + effect_x + effect_z
-            if naive != answer and answer != natural[y] and abs(answer) <= 300:
+            if naive != answer and answer != natural[y] and abs(answer) <= 999:
                 break
         self._x, self._z, self._y, self._a, self._b = x, z, y, a, b
         self._answer = answer
