@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .doctor import doctor_layers, doctor_report
+from .doctor import doctor_layers, format_report
 from .errors import SandboxError
 from .limits import LAYERS, SandboxConfig
 
@@ -26,19 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     except (TypeError, ValueError) as exc:
         print(f"spade-sandbox: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        try:
-            layers = doctor_layers(config)
-        except (SandboxError, ValueError, ImportError) as exc:
-            print(f"spade-sandbox: the worker failed to start: {exc}", file=sys.stderr)
-            return 1
-        print(json.dumps(layers, indent=2, sort_keys=True))
-    else:
-        print(doctor_report(config))
-        try:
-            layers = doctor_layers(config) if args.strict else {}
-        except (SandboxError, ValueError, ImportError):
-            return 1
+    try:
+        layers = doctor_layers(config)
+    except (SandboxError, ValueError, ImportError) as exc:
+        if args.json:
+            print(f"spade-sandbox: no worker started: {exc}", file=sys.stderr)
+        else:
+            print(format_report(config, None, str(exc)))
+        return 1
+    print(json.dumps(layers, indent=2, sort_keys=True) if args.json else format_report(config, layers))
     if args.strict and not all(layers.get(name, "").startswith("active") for name in LAYERS):
         return 1
     return 0

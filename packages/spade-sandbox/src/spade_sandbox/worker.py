@@ -424,7 +424,10 @@ def _rlimits(limits: dict) -> str:
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
         resource.setrlimit(which, (value, value if which != resource.RLIMIT_CPU else value + 1))
-    return "active"
+    return (
+        f"active: address space {limits['mem_mib']} MiB, CPU {limits['cpu_s']} s, {limits['max_procs']} processes, "
+        f"files {limits['max_file_mib']} MiB, {limits['max_open_files']} fds, no core dumps"
+    )
 
 
 # Landlock (Linux >= 5.13) through raw system calls; x86_64 numbers.
@@ -482,7 +485,8 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
             return f"unavailable: landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
     finally:
         os.close(ruleset)
-    return f"active: ABI {abi}, writes only under the work dir"
+    extra = (", no TCP bind/connect" if abi >= 4 else "") + (", signals only inside its domain" if abi >= 6 else "")
+    return f"active: ABI {abi}, reads only system and interpreter dirs, writes only its work dir{extra}"
 
 
 # seccomp: a hand-built classic-BPF deny-list (x86_64).
