@@ -95,10 +95,14 @@ def bench_ready(docker: SandboxConfig, process: SandboxConfig, rounds: int) -> N
     base = median_ms(python_pass)
     print("1. time to a ready environment (opened and reset), medians")
     print(f"   python -c pass                  {base:8.2f} ms  (baseline)")
-    print(f"   process backend, cold open_env  {median_ms(cold_process):8.2f} ms  {median_ms(cold_process) / base:6.2f}x the baseline")
+    print(
+        f"   process backend, cold open_env  {median_ms(cold_process):8.2f} ms  {median_ms(cold_process) / base:6.2f}x the baseline"
+    )
     print(f"   Docker backend, cold open_env   {median_ms(cold_docker):8.2f} ms  {median_ms(cold_docker) / base:6.2f}x the baseline, "
           f"{median_ms(cold_docker) / median_ms(cold_process):.1f}x the process backend")  # fmt: skip
-    print(f"   Docker SandboxPool, spare ready {median_ms(pooled):8.2f} ms  {base / median_ms(pooled):6.1f}x faster than the baseline")
+    print(
+        f"   Docker SandboxPool, spare ready {median_ms(pooled):8.2f} ms  {base / median_ms(pooled):6.1f}x faster than the baseline"
+    )
 
 
 def attach_echo_round_trip(image: str, payload: bytes, steps: int) -> float:
@@ -107,7 +111,9 @@ def attach_echo_round_trip(image: str, payload: bytes, steps: int) -> float:
     import docker
 
     client = docker.from_env()
-    container = client.containers.create(image, ["python3", "-S", "-c", ECHO], stdin_open=True, network_mode="none")
+    container = client.containers.create(
+        image, ["python3", "-S", "-c", ECHO], stdin_open=True, network_mode="none"
+    )
     try:
         attach = container.attach_socket(params={"stdin": 1, "stdout": 1, "stream": 1})
         sock = attach._sock
@@ -149,7 +155,9 @@ def per_step(config: SandboxConfig, source: str, action: str, steps: int) -> flo
         return (time.perf_counter() - t) / steps
 
 
-def bench_round_trip(docker: SandboxConfig, process: SandboxConfig, image: str, rounds: int) -> None:
+def bench_round_trip(
+    docker: SandboxConfig, process: SandboxConfig, image: str, rounds: int
+) -> None:
     from spade_sandbox import wire
 
     obs = "o" * 200
@@ -161,9 +169,15 @@ def bench_round_trip(docker: SandboxConfig, process: SandboxConfig, image: str, 
     in_docker = per_step(docker, src, action, steps)
     in_process = per_step(process, src, action, steps)
     print(f"2. per-step round trip ({len(request)}-byte request, {steps} steps)")
-    print(f"   bare echo over the attach socket {bare * 1e6:8.1f} us  (baseline: the transport alone)")
-    print(f"   Docker backend step              {in_docker * 1e6:8.1f} us  {in_docker / bare:6.2f}x the baseline")
-    print(f"   process backend step             {in_process * 1e6:8.1f} us  (Docker is {in_docker / in_process:.2f}x it)")
+    print(
+        f"   bare echo over the attach socket {bare * 1e6:8.1f} us  (baseline: the transport alone)"
+    )
+    print(
+        f"   Docker backend step              {in_docker * 1e6:8.1f} us  {in_docker / bare:6.2f}x the baseline"
+    )
+    print(
+        f"   process backend step             {in_process * 1e6:8.1f} us  (Docker is {in_docker / in_process:.2f}x it)"
+    )
 
 
 def steps_per_second(env, episodes: int) -> float:
@@ -189,21 +203,27 @@ def bench_steps(docker: SandboxConfig, process: SandboxConfig, rounds: int) -> N
         in_process = steps_per_second(env, episodes)
     print(f"3. steps per second, countdown game ({episodes} episodes, reset counted as work)")
     print(f"   in-process                       {local:10.0f} steps/s  (baseline)")
-    print(f"   process backend                  {in_process:10.0f} steps/s  {local / in_process:6.1f}x slower")
+    print(
+        f"   process backend                  {in_process:10.0f} steps/s  {local / in_process:6.1f}x slower"
+    )
     print(f"   Docker backend                   {in_docker:10.0f} steps/s  {local / in_docker:6.1f}x slower, "
           f"{in_process / in_docker:.2f}x the process backend's time")  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=30, help="repetitions per measurement (default 30)")
+    parser.add_argument(
+        "--rounds", type=int, default=30, help="repetitions per measurement (default 30)"
+    )
     args = parser.parse_args()
     from spade_sandbox.docker_backend import DEFAULT_IMAGE
 
     limits = Limits(call_wall_s=10.0, cpu_s=120)
     docker = SandboxConfig(backend="docker", limits=limits, start_timeout_s=60.0)
     process = SandboxConfig(limits=limits)
-    print(f"spade-sandbox Docker backend benchmarks, {os.cpu_count()} CPUs, python {sys.version.split()[0]}, image {DEFAULT_IMAGE}")
+    print(
+        f"spade-sandbox Docker backend benchmarks, {os.cpu_count()} CPUs, python {sys.version.split()[0]}, image {DEFAULT_IMAGE}"
+    )
     bench_ready(docker, process, args.rounds)
     bench_round_trip(docker, process, DEFAULT_IMAGE, args.rounds)
     bench_steps(docker, process, args.rounds)

@@ -8,7 +8,6 @@ left, no pump thread runs and the fd count is back at its baseline.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,6 @@ import threading
 import time
 
 import pytest
-
 from conftest import GAME, OS_MODULES, child_pids, make_env_source, open_fds
 from spade_sandbox import (
     DEFAULT_ALLOWED_IMPORTS,
@@ -41,18 +39,24 @@ NO_WORKER_LAYERS = {"worker_layers": "none"}
 @pytest.fixture(scope="module")
 def engine():
     """A docker SDK client of a reachable engine that has the sandbox image, or a skip."""
-    docker = pytest.importorskip("docker", reason="the docker SDK is not installed (extra: spade-sandbox[docker])")
+    docker = pytest.importorskip(
+        "docker", reason="the docker SDK is not installed (extra: spade-sandbox[docker])"
+    )
     try:
         client = docker.from_env(timeout=10)
         client.ping()
     except Exception as exc:
-        pytest.skip(f"no Docker engine reachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        pytest.skip(
+            f"no Docker engine reachable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        )
     from spade_sandbox.docker_backend import DEFAULT_IMAGE
 
     try:
         client.images.get(DEFAULT_IMAGE)
     except docker.errors.ImageNotFound:
-        pytest.skip(f"image {DEFAULT_IMAGE} not built: run packages/spade-sandbox/docker/build-image.sh")
+        pytest.skip(
+            f"image {DEFAULT_IMAGE} not built: run packages/spade-sandbox/docker/build-image.sh"
+        )
     return client
 
 
@@ -61,7 +65,11 @@ def worker_containers(client, owner: str) -> list[dict]:
     SDK's per-URL connection cache holds one connection for it)."""
     from spade_sandbox.docker_backend import LABEL
 
-    return [c for c in client.api.containers(all=True, filters={"label": LABEL}) if c["Labels"][LABEL] == owner]
+    return [
+        c
+        for c in client.api.containers(all=True, filters={"label": LABEL})
+        if c["Labels"][LABEL] == owner
+    ]
 
 
 def our_containers(client) -> list[str]:
@@ -83,7 +91,9 @@ def nothing_left_behind(engine):
     yield
     assert our_containers(engine) == [], "worker containers were left behind"
     assert pump_threads() == [], "stream pump threads were left running"
-    get_backend("docker").client().close()  # the SDK's idle engine connections (see DockerBackend.client)
+    get_backend(
+        "docker"
+    ).client().close()  # the SDK's idle engine connections (see DockerBackend.client)
     assert open_fds() == fds_before, "file descriptors leaked"
     assert child_pids() == children_before
 
@@ -97,7 +107,9 @@ def docker_config(config) -> SandboxConfig:
 @pytest.fixture(scope="module")
 def bare(docker_config) -> SandboxConfig:
     """Only the container's walls: no in-worker layers, OS modules importable."""
-    return docker_config.replace(backend_options=NO_WORKER_LAYERS, allowed_imports=DEFAULT_ALLOWED_IMPORTS | OS_MODULES)
+    return docker_config.replace(
+        backend_options=NO_WORKER_LAYERS, allowed_imports=DEFAULT_ALLOWED_IMPORTS | OS_MODULES
+    )
 
 
 def script(source: str, config: SandboxConfig) -> str:
@@ -110,7 +122,10 @@ def script(source: str, config: SandboxConfig) -> str:
 def test_game_plays_through_a_container(engine, docker_config):
     with open_env(GAME, config=docker_config, kwargs={"n": 50}) as env:
         assert env.layers["namespaces"].startswith("active: Docker container")
-        assert all(env.layers[name].startswith("active") for name in ("seccomp", "landlock", "rlimits", "unprivileged_uid"))
+        assert all(
+            env.layers[name].startswith("active")
+            for name in ("seccomp", "landlock", "rlimits", "unprivileged_uid")
+        )
         assert len(our_containers(engine)) == 1
         obs, info = env.reset(seed=7)
         assert obs == "Guess a number from 1 to 50." and info == {"n": 50}
@@ -136,22 +151,46 @@ def test_same_transcripts_as_the_process_backend(docker_config):
 
 
 FAULTS = {
-    "infinite loop": (make_env_source(step="while True: pass"), "step"),
-    "memory bomb": (make_env_source(step="x = bytearray(10**10)"), "step"),
-    "raises": (make_env_source(step="raise KeyError('gone')"), "step"),
-    "nan reward": (make_env_source(step="return 'o', float('nan'), False, False, {}"), "step"),
-    "wrong tuple": (make_env_source(reset="return 'only the observation'"), "reset"),
-    "huge observation": (make_env_source(step="return 'x' * 10**6, 0.0, False, False, {}"), "step"),
-    "forbidden import": ("import socket\n" + make_env_source(), "open"),
-    "exit mid-step": (make_env_source(header="import os", step="os._exit(3)"), "step"),
-    "fork": (make_env_source(header="import os", step="os.fork()"), "step"),
-    "sys.exit": (make_env_source(header="import sys", step="sys.exit(0)"), "step"),
+    "infinite loop": (make_env_source(step="while True: pass"), "step", R.TIMEOUT),
+    "memory bomb": (make_env_source(step="x = bytearray(10**10)"), "step", R.MEMORY),
+    "raises": (make_env_source(step="raise KeyError('gone')"), "step", R.ENV_EXCEPTION),
+    "nan reward": (
+        make_env_source(step="return 'o', float('nan'), False, False, {}"),
+        "step",
+        R.BAD_RETURN,
+    ),
+    "wrong tuple": (make_env_source(reset="return 'only the observation'"), "reset", R.BAD_RETURN),
+    "huge observation": (
+        make_env_source(step="return 'x' * 10**6, 0.0, False, False, {}"),
+        "step",
+        R.OUTPUT_TOO_LARGE,
+    ),
+    "forbidden import": ("import socket\n" + make_env_source(), "open", R.FORBIDDEN_IMPORT),
+    "exit mid-step": (make_env_source(header="import os", step="os._exit(3)"), "step", R.CRASHED),
+    "fork": (make_env_source(header="import os", step="os.fork()"), "step", R.FORBIDDEN_SYSCALL),
+    "sys.exit": (make_env_source(header="import sys", step="sys.exit(0)"), "step", R.CRASHED),
+    "garbage on the channel": (
+        make_env_source(
+            header="import os",
+            step="for fd in range(3, 12):\n    try: os.write(fd, b'not a frame')\n    except OSError: pass\nreturn 'x', 0.0, False, False, {}",
+        ),
+        "step",
+        R.PROTOCOL_ERROR,
+    ),
+    "huge frame header": (
+        make_env_source(
+            header="import os",
+            step="for fd in range(3, 12):\n    try: os.write(fd, b'\\xff\\xff\\xff\\xff')\n    except OSError: pass\nreturn 'x', 0.0, False, False, {}",
+        ),
+        "step",
+        R.PROTOCOL_ERROR,
+    ),
 }
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_faults_get_the_same_reason_as_the_process_backend(fault, docker_config):
-    source, op = FAULTS[fault]
+def test_faults_get_the_same_reason_on_both_backends(fault, docker_config):
+    source, op, expected = FAULTS[fault]
     permissive = frozenset(DEFAULT_ALLOWED_IMPORTS | {"os", "sys"})
 
     def reason(config):
@@ -164,26 +203,38 @@ def test_faults_get_the_same_reason_as_the_process_backend(fault, docker_config)
         assert not caught.value.is_infrastructure, caught.value
         return caught.value.reason
 
-    assert reason(docker_config) is reason(docker_config.replace(backend="process"))
+    assert reason(docker_config) is expected
+    assert reason(docker_config.replace(backend="process")) is expected
 
 
 def test_stderr_noise_does_not_corrupt_the_channel(docker_config):
     # stdout and stderr share the attach socket; a flood on fd 2 must stay out of the replies.
-    source = make_env_source(header="import os", step="os.write(2, b'E' * 200000)\nreturn 'y' * 60000, 0.5, False, False, {'k': 1}")
-    with open_env(source, config=docker_config.replace(allowed_imports=DEFAULT_ALLOWED_IMPORTS | {"os"})) as env:
+    source = make_env_source(
+        header="import os",
+        step="os.write(2, b'E' * 200000)\nreturn 'y' * 60000, 0.5, False, False, {'k': 1}",
+    )
+    with open_env(
+        source, config=docker_config.replace(allowed_imports=DEFAULT_ALLOWED_IMPORTS | {"os"})
+    ) as env:
         env.reset(seed=0)
         for _ in range(3):
             assert env.step("go") == ("y" * 60000, 0.5, False, False, {"k": 1})
 
 
 def test_run_a_script(docker_config):
-    result = run("import json\nprint(json.dumps(sorted(set(input().split()))))", config=docker_config, stdin="b a b")
+    result = run(
+        "import json\nprint(json.dumps(sorted(set(input().split()))))",
+        config=docker_config,
+        stdin="b a b",
+    )
     assert result.ok and result.stdout == '["a", "b"]\n'
 
 
 # -- deadlines: killed from outside, the environment recovers in a fresh container -------
 def test_timeout_kills_the_container_and_reset_recovers(engine, docker_config):
-    source = make_env_source(step='if action == "hang":\n    sum(range(10**13))\nreturn "ok", 1.0, True, False, {}')
+    source = make_env_source(
+        step='if action == "hang":\n    sum(range(10**13))\nreturn "ok", 1.0, True, False, {}'
+    )
     with open_env(source, config=docker_config) as env:
         env.reset(seed=0)
         first = our_containers(engine)[0]
@@ -199,7 +250,9 @@ def test_timeout_kills_the_container_and_reset_recovers(engine, docker_config):
 
 # -- the container's own walls ---------------------------------------------------------
 def test_memory_cgroup_kills_a_bomb_without_rlimits(docker_config):
-    config = docker_config.replace(backend_options={"worker_layers": "unprivileged_uid,landlock,seccomp"})
+    config = docker_config.replace(
+        backend_options={"worker_layers": "unprivileged_uid,landlock,seccomp"}
+    )
     source = make_env_source(step="x = []\nwhile True: x.append('m' * 10**6)")
     with pytest.raises(SandboxError) as caught:
         with open_env(source, config=config) as env:
@@ -223,7 +276,9 @@ def test_no_network_inside(bare):
 
 def test_connect_with_default_layers_is_forbidden_syscall(docker_config):
     permissive = docker_config.replace(allowed_imports=DEFAULT_ALLOWED_IMPORTS | {"socket"})
-    source = make_env_source(header="import socket", step="socket.create_connection(('127.0.0.1', 22), timeout=1)")
+    source = make_env_source(
+        header="import socket", step="socket.create_connection(('127.0.0.1', 22), timeout=1)"
+    )
     with pytest.raises(SandboxError) as caught:
         with open_env(source, config=permissive) as env:
             env.reset()
@@ -255,7 +310,9 @@ def test_unprivileged_without_capabilities(bare):
     ids, caps, env_names = out.splitlines()
     assert ids == "65534 65534 65534 [65534]"
     assert caps == "0000000000000000 0000000000000000 1 2"
-    assert env_names == str(sorted(["HOME", "HOSTNAME", "LANG", "PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"]))
+    assert env_names == str(
+        sorted(["HOME", "HOSTNAME", "LANG", "PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"])
+    )
 
 
 def test_pids_limit_contains_a_fork_bomb(bare):
@@ -294,7 +351,9 @@ def test_container_seccomp_denies_what_the_worker_filter_would_kill(bare):
         "    print(name, libc.syscall(nr, 0, 0, 0, 0), ctypes.get_errno())\n",
         bare,
     )
-    assert out.split("\n")[:-1] == [f"{name} -1 1" for name in ("ptrace", "mount", "unshare", "bpf", "io_uring_setup")]
+    assert out.split("\n")[:-1] == [
+        f"{name} -1 1" for name in ("ptrace", "mount", "unshare", "bpf", "io_uring_setup")
+    ]
 
 
 def test_environments_do_not_share_a_container(engine, docker_config):
@@ -344,7 +403,9 @@ env.step("spin")
 def test_containers_of_a_host_that_died_are_removed(engine):
     from spade_sandbox.docker_backend import remove_leftover_containers
 
-    child = subprocess.Popen([sys.executable, "-c", HOST_THAT_DIES], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOST_THAT_DIES], stdout=subprocess.PIPE, text=True
+    )
     try:
         owner = child.stdout.readline().strip()
         assert owner.endswith(f":{child.pid}")
@@ -354,6 +415,8 @@ def test_containers_of_a_host_that_died_are_removed(engine):
         child.wait()
         child.stdout.close()
     orphans = worker_containers(engine, owner)
-    assert len(orphans) == 1 and orphans[0]["State"] == "running"  # busy: stdin EOF alone does not stop it
+    assert (
+        len(orphans) == 1 and orphans[0]["State"] == "running"
+    )  # busy: stdin EOF alone does not stop it
     assert remove_leftover_containers() == 1
     assert worker_containers(engine, owner) == []

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import GAME
 from spade_sandbox import InfrastructureError, SandboxConfig, get_backend, open_env
-from spade_sandbox.docker_backend import IN_WORKER_LAYERS, DockerBackend, DockerOptions, seccomp_profile
+from spade_sandbox.docker_backend import (
+    IN_WORKER_LAYERS,
+    DockerBackend,
+    DockerOptions,
+    seccomp_profile,
+)
 
 
 def test_registered_as_docker():
@@ -18,8 +22,12 @@ def test_registered_as_docker():
 
 def test_options_defaults_and_parsing():
     assert DockerOptions.from_options({}) == DockerOptions()
-    parsed = DockerOptions.from_options({"image": "x:y", "cpus": "0.5", "work_mib": "8", "worker_layers": "seccomp, rlimits"})
-    assert parsed == DockerOptions(image="x:y", cpus=0.5, work_mib=8, worker_layers=("seccomp", "rlimits"))
+    parsed = DockerOptions.from_options(
+        {"image": "x:y", "cpus": "0.5", "work_mib": "8", "worker_layers": "seccomp, rlimits"}
+    )
+    assert parsed == DockerOptions(
+        image="x:y", cpus=0.5, work_mib=8, worker_layers=("seccomp", "rlimits")
+    )
     assert DockerOptions.from_options({"worker_layers": "none"}).worker_layers == ()
     assert DockerOptions().worker_layers == IN_WORKER_LAYERS
 
@@ -27,7 +35,10 @@ def test_options_defaults_and_parsing():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"imag": "x"}, r"unknown Docker backend option\(s\) \['imag'\]; known: cpus, image, work_mib, worker_layers"),
+        (
+            {"imag": "x"},
+            r"unknown Docker backend option\(s\) \['imag'\]; known: cpus, image, work_mib, worker_layers",
+        ),
         ({"cpus": "many"}, r"cpus='many' is not a number"),
         ({"cpus": "0"}, r"cpus must be between"),
         ({"work_mib": "1.5"}, r"work_mib='1.5' is not an integer"),
@@ -49,7 +60,9 @@ def test_option_mistake_reaches_the_user_as_one_line_infrastructure_error():
 
 
 def test_options_from_environment_variables():
-    config = SandboxConfig.from_env({"SPADE_SANDBOX_BACKEND": "docker", "SPADE_SANDBOX_OPT_CPUS": "2"})
+    config = SandboxConfig.from_env(
+        {"SPADE_SANDBOX_BACKEND": "docker", "SPADE_SANDBOX_OPT_CPUS": "2"}
+    )
     assert DockerOptions.from_options(config.backend_options).cpus == 2.0
 
 
@@ -61,7 +74,16 @@ def test_seccomp_profile_is_an_allow_list_without_dangerous_calls():
     for name in ("socket", "connect", "ptrace", "mount", "unshare", "setns", "bpf", "keyctl", "kexec_load",
                  "perf_event_open", "io_uring_setup", "setuid", "init_module", "process_vm_readv"):  # fmt: skip
         assert name not in allowed, name
-    for name in ("read", "write", "mmap", "clone", "futex", "execve", "prctl", "landlock_restrict_self"):
+    for name in (
+        "read",
+        "write",
+        "mmap",
+        "clone",
+        "futex",
+        "execve",
+        "prctl",
+        "landlock_restrict_self",
+    ):
         assert name in allowed, name
 
 
@@ -72,10 +94,15 @@ def test_host_layers_need_no_engine():
 
 
 def test_unreachable_engine_is_a_one_line_infrastructure_error(monkeypatch, tmp_path):
-    pytest.importorskip("docker", reason="the docker SDK is not installed (extra: spade-sandbox[docker])")
+    pytest.importorskip(
+        "docker", reason="the docker SDK is not installed (extra: spade-sandbox[docker])"
+    )
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(InfrastructureError) as caught:
         DockerBackend().start(SandboxConfig(backend="docker"))
     message = str(caught.value)
-    assert "cannot reach a Docker engine" in message and "dockerd --bridge=none --iptables=false" in message
+    assert (
+        "cannot reach a Docker engine" in message
+        and "dockerd --bridge=none --iptables=false" in message
+    )
     assert "\n" not in message

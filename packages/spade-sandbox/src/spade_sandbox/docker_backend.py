@@ -55,7 +55,9 @@ SANDBOX_WORK_DIR = "/work"
 TMP_MIB = 16
 IN_WORKER_LAYERS = ("unprivileged_uid", "landlock", "rlimits", "seccomp")
 BUILD_HINT = "build it with packages/spade-sandbox/docker/build-image.sh, or name another with SPADE_SANDBOX_OPT_IMAGE"
-ENGINE_HINT = "start an engine (here: dockerd --bridge=none --iptables=false) or point DOCKER_HOST at one"
+ENGINE_HINT = (
+    "start an engine (here: dockerd --bridge=none --iptables=false) or point DOCKER_HOST at one"
+)
 
 # System calls the container may make; everything else fails with EPERM. Grouped by what a
 # Python worker needs them for; absent on purpose: sockets, ptrace, mount and namespaces,
@@ -123,26 +125,38 @@ class DockerOptions:
         known = {"image", "cpus", "work_mib", "worker_layers"}
         unknown = sorted(set(options) - known)
         if unknown:
-            raise ValueError(f"unknown Docker backend option(s) {unknown}; known: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown Docker backend option(s) {unknown}; known: {', '.join(sorted(known))}"
+            )
         values: dict[str, Any] = {}
         if "image" in options:
             if not options["image"].strip():
-                raise ValueError("Docker backend option image must name an image, got an empty string")
+                raise ValueError(
+                    "Docker backend option image must name an image, got an empty string"
+                )
             values["image"] = options["image"].strip()
         if "cpus" in options:
             try:
                 values["cpus"] = float(options["cpus"])
             except ValueError:
-                raise ValueError(f"Docker backend option cpus={options['cpus']!r} is not a number") from None
+                raise ValueError(
+                    f"Docker backend option cpus={options['cpus']!r} is not a number"
+                ) from None
             if not 0.01 <= values["cpus"] <= 1024:
-                raise ValueError(f"Docker backend option cpus must be between 0.01 and 1024, got {options['cpus']}")
+                raise ValueError(
+                    f"Docker backend option cpus must be between 0.01 and 1024, got {options['cpus']}"
+                )
         if "work_mib" in options:
             try:
                 values["work_mib"] = int(options["work_mib"])
             except ValueError:
-                raise ValueError(f"Docker backend option work_mib={options['work_mib']!r} is not an integer") from None
+                raise ValueError(
+                    f"Docker backend option work_mib={options['work_mib']!r} is not an integer"
+                ) from None
             if values["work_mib"] < 1:
-                raise ValueError(f"Docker backend option work_mib must be at least 1, got {values['work_mib']}")
+                raise ValueError(
+                    f"Docker backend option work_mib must be at least 1, got {values['work_mib']}"
+                )
         if "worker_layers" in options:
             raw = options["worker_layers"].strip()
             layers = () if raw == "none" else tuple(p.strip() for p in raw.split(",") if p.strip())
@@ -176,11 +190,17 @@ class DockerWorker(FramedWorker):
         self._sock: socket.socket = attach._sock
         reply_fd, self._pump_fd = os.pipe()
         # A duplicate, so FramedWorker's os.close() never closes the socket object's fd.
-        super().__init__(os.dup(self._sock.fileno()), reply_fd, f"container {container.short_id}:{SANDBOX_WORK_DIR}")
+        super().__init__(
+            os.dup(self._sock.fileno()),
+            reply_fd,
+            f"container {container.short_id}:{SANDBOX_WORK_DIR}",
+        )
         self._stderr = bytearray()
         self._status: int | None = None
         self._removed = False
-        self._pump = threading.Thread(target=self._demultiplex, name=f"spade-docker-{container.short_id}", daemon=True)
+        self._pump = threading.Thread(
+            target=self._demultiplex, name=f"spade-docker-{container.short_id}", daemon=True
+        )
         self._pump.start()
 
     def _demultiplex(self) -> None:
@@ -251,7 +271,9 @@ class DockerWorker(FramedWorker):
     def _death_error(self, op: object) -> SandboxError:
         error = super()._death_error(op)
         if self._oom_killed():
-            return SandboxMemoryError(f"the container ran out of memory during {op} (its cgroup limit, from Limits.mem_mib)")
+            return SandboxMemoryError(
+                f"the container ran out of memory during {op} (its cgroup limit, from Limits.mem_mib)"
+            )
         return error
 
     def _stderr_tail(self) -> str:
@@ -297,7 +319,10 @@ class DockerBackend:
                 self._client = client
                 removed = _remove_orphans(client, all_processes=False)
                 if removed:
-                    log.info("spade-sandbox: removed %d worker container(s) left by host processes that died", removed)
+                    log.info(
+                        "spade-sandbox: removed %d worker container(s) left by host processes that died",
+                        removed,
+                    )
             return self._client
 
     def _require_image(self, image: str) -> None:
@@ -307,9 +332,13 @@ class DockerBackend:
         try:
             self.client().images.get(image)
         except docker.errors.ImageNotFound:
-            raise InfrastructureError(f"the Docker image {image!r} is not there; {BUILD_HINT}") from None
+            raise InfrastructureError(
+                f"the Docker image {image!r} is not there; {BUILD_HINT}"
+            ) from None
         except docker.errors.APIError as exc:
-            raise InfrastructureError(f"cannot look up the Docker image {image!r}: {_first_line(exc)}") from None
+            raise InfrastructureError(
+                f"cannot look up the Docker image {image!r}: {_first_line(exc)}"
+            ) from None
         self._images_seen.add(image)
 
     def host_layers(self, config: SandboxConfig) -> dict[str, str]:
@@ -352,28 +381,42 @@ class DockerBackend:
                 network_mode="none",
                 ipc_mode="none",
                 read_only=True,
-                tmpfs={SANDBOX_WORK_DIR: f"{tmpfs_flags},size={options.work_mib}m", "/tmp": f"{tmpfs_flags},size={TMP_MIB}m"},
+                tmpfs={
+                    SANDBOX_WORK_DIR: f"{tmpfs_flags},size={options.work_mib}m",
+                    "/tmp": f"{tmpfs_flags},size={TMP_MIB}m",
+                },
                 mem_limit=memory,
                 memswap_limit=memory,
                 nano_cpus=int(options.cpus * 1e9),
                 pids_limit=limits.max_procs,
+                oom_score_adj=1000,  # under host memory pressure the kernel kills sandboxes first
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges", "seccomp=" + json.dumps(seccomp_profile())],
-                log_config=docker.types.LogConfig(type="none"),  # stderr must not fill the engine's disk
+                log_config=docker.types.LogConfig(
+                    type="none"
+                ),  # stderr must not fill the engine's disk
             )
         except docker.errors.APIError as exc:
-            raise InfrastructureError(f"the Docker engine refused to create a worker container: {_first_line(exc)}") from None
+            raise InfrastructureError(
+                f"the Docker engine refused to create a worker container: {_first_line(exc)}"
+            ) from None
         try:
-            attach = container.attach_socket(params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            attach = container.attach_socket(
+                params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
             worker = DockerWorker(container, attach)
         except Exception as exc:
             container.remove(force=True)
-            raise InfrastructureError(f"could not attach to the worker container: {_first_line(exc)}") from None
+            raise InfrastructureError(
+                f"could not attach to the worker container: {_first_line(exc)}"
+            ) from None
         try:
             container.start()
         except docker.errors.APIError as exc:
             worker.close()
-            raise InfrastructureError(f"the worker container did not start: {_first_line(exc)}") from None
+            raise InfrastructureError(
+                f"the worker container did not start: {_first_line(exc)}"
+            ) from None
         init = {
             "op": "init",
             "limits": limits.to_dict(),
@@ -386,7 +429,9 @@ class DockerBackend:
             value = worker.request(init, config.start_timeout_s, 64 * 1024)
         except SandboxError as exc:
             worker.close()
-            raise InfrastructureError(f"the worker container failed to start ({exc.reason.value}: {exc.message})") from None
+            raise InfrastructureError(
+                f"the worker container failed to start ({exc.reason.value}: {exc.message})"
+            ) from None
         worker.layers = _merge_layers(self.host_layers(config), value["layers"])
         return worker
 
@@ -400,7 +445,9 @@ def _merge_layers(host: dict[str, str], worker: dict[str, str]) -> dict[str, str
     layers = {**host, **worker}
     profile = f"the container's allow-list profile ({sum(len(n.split()) for n in SECCOMP_ALLOWED.values())} calls)"
     inner = worker.get("seccomp", "")
-    layers["seccomp"] = f"active: {profile}" + (f"; worker filter {inner}" if inner.startswith("active") else "")
+    layers["seccomp"] = f"active: {profile}" + (
+        f"; worker filter {inner}" if inner.startswith("active") else ""
+    )
     if not worker.get("unprivileged_uid", "").startswith("active"):
         layers["unprivileged_uid"] = f"active: container user {NOBODY}"
     return layers
@@ -413,7 +460,9 @@ def _connect() -> Any:
         client = docker.from_env(timeout=30)
         client.ping()
     except Exception as exc:  # the SDK raises DockerException or requests' errors
-        raise InfrastructureError(f"cannot reach a Docker engine ({_first_line(exc)}); {ENGINE_HINT}") from None
+        raise InfrastructureError(
+            f"cannot reach a Docker engine ({_first_line(exc)}); {ENGINE_HINT}"
+        ) from None
     return client
 
 
@@ -444,7 +493,9 @@ def _remove_orphans(client: Any, all_processes: bool) -> int:
         return 0
     for entry in found:
         owner_host, _, owner_pid = entry.get("Labels", {}).get(LABEL, "").rpartition(":")
-        if not all_processes and (owner_host != host or not owner_pid.isdigit() or _pid_alive(int(owner_pid))):
+        if not all_processes and (
+            owner_host != host or not owner_pid.isdigit() or _pid_alive(int(owner_pid))
+        ):
             continue
         try:
             client.api.remove_container(entry["Id"], force=True)
