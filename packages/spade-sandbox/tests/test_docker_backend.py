@@ -304,14 +304,23 @@ def test_unprivileged_without_capabilities(bare):
         "print(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())\n"
         "status = dict(l.split(':\\t', 1) for l in open('/proc/self/status').read().splitlines() if ':\\t' in l)\n"
         "print(status['CapEff'].strip(), status['CapBnd'].strip(), status['NoNewPrivs'].strip(), status['Seccomp'].strip())\n"
-        "print(sorted(os.environ))\n",
+        "print(sorted(os.environ.items()))\n",
         bare,
     )
-    ids, caps, env_names = out.splitlines()
+    ids, caps, environ = out.splitlines()
     assert ids == "65534 65534 65534 [65534]"
     assert caps == "0000000000000000 0000000000000000 1 2"
-    assert env_names == str(
-        sorted(["HOME", "HOSTNAME", "LANG", "PATH", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED"])
+    assert environ == str(
+        sorted(
+            {
+                "HOME": "/work",
+                "HOSTNAME": "sandbox",
+                "LANG": "C.UTF-8",
+                "PATH": "/usr/bin:/bin",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONHASHSEED": "0",
+            }.items()
+        )
     )
 
 

@@ -53,6 +53,8 @@ LABEL = "spade-sandbox.worker"
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
 TMP_MIB = 16
+CONTAINER_ENV = {**SCRUBBED_ENV, "HOME": SANDBOX_WORK_DIR}
+"""The container's variables; the engine adds only HOSTNAME (and would add HOME if unset)."""
 IN_WORKER_LAYERS = ("unprivileged_uid", "landlock", "rlimits", "seccomp")
 BUILD_HINT = "build it with packages/spade-sandbox/docker/build-image.sh, or name another with SPADE_SANDBOX_OPT_IMAGE"
 ENGINE_HINT = (
@@ -347,7 +349,8 @@ class DockerBackend:
         return {
             "namespaces": "active: Docker container (pid, mount, ipc, uts namespaces; network none; "
             "read-only root; all capabilities dropped; no-new-privileges)",
-            "scrubbed_env": "active: only " + ", ".join(sorted(SCRUBBED_ENV)),
+            "scrubbed_env": "active: only "
+            + ", ".join(sorted(CONTAINER_ENV | {"HOSTNAME": "sandbox"})),
             "private_workdir": f"active: a fresh {options.work_mib} MiB tmpfs at {SANDBOX_WORK_DIR} per container",
             "cgroup_limits": f"active: memory {_memory_mib(config, options)} MiB (no swap), "
             f"pids {limits.max_procs}, cpus {options.cpus:g}",
@@ -373,7 +376,7 @@ class DockerBackend:
                 options.image,
                 ["python3", "-S", "-B", "-c", _BOOTSTRAP, wire_source, worker_source],
                 user=f"{NOBODY}:{NOBODY}",
-                environment=dict(SCRUBBED_ENV),
+                environment=dict(CONTAINER_ENV),
                 working_dir=SANDBOX_WORK_DIR,
                 hostname="sandbox",
                 labels={LABEL: owner_label()},
