@@ -18,6 +18,7 @@ import pytest
 from conftest import GAME, OS_MODULES, child_pids, make_env_source, open_fds
 from spade_sandbox import (
     DEFAULT_ALLOWED_IMPORTS,
+    LAYERS,
     InfrastructureError,
     Limits,
     ReasonCode,
@@ -120,7 +121,8 @@ def script(source: str, config: SandboxConfig) -> str:
 
 # -- the protocol through a container -----------------------------------------------------
 def test_game_plays_through_a_container(engine, docker_config):
-    with open_env(GAME, config=docker_config, kwargs={"n": 50}) as env:
+    strict = docker_config.replace(require_layers=frozenset(LAYERS))
+    with open_env(GAME, config=strict, kwargs={"n": 50}) as env:
         assert env.layers["namespaces"].startswith("active: Docker container")
         assert all(
             env.layers[name].startswith("active")

@@ -53,6 +53,7 @@ LABEL = "spade-sandbox.worker"
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
 TMP_MIB = 16
+MAX_ARG_BYTES = 128 * 1024  # Linux's MAX_ARG_STRLEN: the longest single argv string
 CONTAINER_ENV = {**SCRUBBED_ENV, "HOME": SANDBOX_WORK_DIR}
 """The container's variables; the engine adds only HOSTNAME (and would add HOME if unset)."""
 IN_WORKER_LAYERS = ("unprivileged_uid", "landlock", "rlimits", "seccomp")
@@ -371,6 +372,12 @@ class DockerBackend:
             wire_source = f.read()
         with open(os.path.join(WORKER_DIR, "worker.py"), encoding="utf-8") as f:
             worker_source = f.read()
+        for name, text in (("wire.py", wire_source), ("worker.py", worker_source)):
+            if len(text.encode()) >= MAX_ARG_BYTES:
+                raise InfrastructureError(
+                    f"{name} is {len(text.encode())} bytes, over the {MAX_ARG_BYTES} a command-line "
+                    "argument may hold; the Docker backend passes it to the container that way"
+                )
         try:
             container = client.containers.create(
                 options.image,
