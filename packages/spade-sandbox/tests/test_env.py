@@ -195,3 +195,18 @@ def test_config_from_environment_is_the_default(monkeypatch):
         env.step("x")
         with pytest.raises(LimitExceeded):
             env.step("x")
+
+
+def test_source_compiles_with_its_own_future_flags(config):
+    # The worker module uses postponed annotations; the environment's code must not inherit them.
+    src = make_env_source(step="def f(x: int): pass\nreturn repr(f.__annotations__['x']), 0.0, False, False, {}")
+    with open_env(src, config=config) as env:
+        env.reset()
+        assert env.step("a")[0] == "<class 'int'>"
+
+
+def test_forbidden_import_names_module_and_line(config):
+    src = make_env_source(step="import json\nfrom subprocess import run\nreturn 'x', 0.0, False, False, {}")
+    with pytest.raises(SandboxError, match=r"line 13 imports 'subprocess'") as caught:
+        open_env(src, config=config)
+    assert caught.value.reason is ReasonCode.FORBIDDEN_IMPORT
