@@ -15,6 +15,13 @@ frozen=()
 [ -n "${CI:-}" ] && frozen=(--frozen)
 
 failed=()
+# Every package must build on its own, without workspace sources.
+dist=$(mktemp -d)
+if ! uv build "${frozen[@]}" --all-packages --no-sources -q -o "$dist"; then
+  failed+=("build")
+fi
+rm -rf "$dist"
+
 for pkg in "${packages[@]}"; do
   echo "=== $pkg ==="
   uv run "${frozen[@]}" --isolated --package "$pkg" --all-extras --group dev \
