@@ -17,7 +17,7 @@ frozen=()
 failed=()
 # Every package must build on its own, without workspace sources.
 dist=$(mktemp -d)
-if ! uv build "${frozen[@]}" --all-packages --no-sources -q -o "$dist"; then
+if ! uv build --all-packages --no-sources -q -o "$dist"; then
   failed+=("build")
 fi
 rm -rf "$dist"
