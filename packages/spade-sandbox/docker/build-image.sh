@@ -42,6 +42,7 @@ if [ $force -eq 0 ] && docker image inspect "$tag" >/dev/null 2>&1; then
   exit 0
 fi
 
+previous="$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)"
 root="$(mktemp -d /tmp/spade-rootfs.XXXXXX)"
 trap 'rm -rf "$root"' EXIT
 start=$(date +%s)
@@ -69,5 +70,13 @@ tar -C "$root" --numeric-owner -c . \
       --change 'CMD ["python3"]' \
       - "$tag" >/dev/null
 docker tag "$tag" spade-sandbox:py3
+# Older builds (other input hashes, or the image a forced rebuild replaced) are dropped
+# unless a container still uses them.
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' spade-sandbox | grep '^spade-sandbox:py3-' | grep -vx "$tag"); do
+  docker rmi "$old" >/dev/null 2>&1 || true
+done
+if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect -f '{{.Id}}' "$tag")" ]; then
+  docker rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 echo "build-image.sh: built $tag in $(( $(date +%s) - start )) s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MiB", $1/1048576}'))"

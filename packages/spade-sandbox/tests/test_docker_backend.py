@@ -420,7 +420,7 @@ def test_containers_of_a_host_that_died_are_removed(engine):
     try:
         owner = child.stdout.readline().strip()
         assert owner.endswith(f":{child.pid}")
-        time.sleep(0.3)  # the step is running in the container now
+        time.sleep(0.5)  # the step is running in the container now
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
