@@ -23,7 +23,7 @@ import time
 from spade_sandbox import Limits, SandboxConfig, SandboxPool, open_env
 
 GAME = textwrap.dedent(
-    '''
+    """
     import random
 
     class GuessEnv:
@@ -44,7 +44,7 @@ GAME = textwrap.dedent(
                 return "Correct.", 1.0, True, False, {"turn": self.turn}
             hint = "higher" if guess.isdigit() and int(guess) < self.target else "lower"
             return f"Wrong, go {hint}.", 0.0, False, self.turn >= self.max_turns, {"turn": self.turn}
-    '''
+    """
 )
 
 ECHO_CHILD = textwrap.dedent(
@@ -98,10 +98,16 @@ def bench_ready(config: SandboxConfig, rounds: int) -> None:
     base = median_ms(python_pass)
     print("1. time to a ready isolated environment (opened and reset)")
     print(f"   python -c pass                 {base:8.2f} ms  (baseline)")
-    print(f"   open_env, cold                 {median_ms(cold):8.2f} ms  {median_ms(cold) / base:6.2f}x the baseline")
+    print(
+        f"   open_env, cold                 {median_ms(cold):8.2f} ms  {median_ms(cold) / base:6.2f}x the baseline"
+    )
     p90 = sorted(pooled)[int(0.9 * (len(pooled) - 1))] * 1000
-    print(f"   SandboxPool, spare ready       {median_ms(pooled):8.2f} ms  {base / median_ms(pooled):6.1f}x faster (goal >= 10x); p90 {p90:.2f} ms")
-    print(f"   SandboxPool(size=2), sustained {sustained * 1000:8.2f} ms  per environment opened back to back")
+    print(
+        f"   SandboxPool, spare ready       {median_ms(pooled):8.2f} ms  {base / median_ms(pooled):6.1f}x faster (goal >= 10x); p90 {p90:.2f} ms"
+    )
+    print(
+        f"   SandboxPool(size=2), sustained {sustained * 1000:8.2f} ms  per environment opened back to back"
+    )
 
 
 def bench_round_trip(config: SandboxConfig, rounds: int) -> None:
@@ -117,10 +123,16 @@ def bench_round_trip(config: SandboxConfig, rounds: int) -> None:
     config = config.replace(limits=Limits(**{**config.limits.to_dict(), "max_steps": 100 * steps}))
 
     def measure() -> tuple[float, float]:
-        reply_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"spade-bench-reply-{os.getpid()}")
+        reply_path = os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), f"spade-bench-reply-{os.getpid()}"
+        )
         with open(reply_path, "wb") as f:
             f.write(reply)
-        child = subprocess.Popen([sys.executable, "-S", "-c", ECHO_CHILD, reply_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, "-S", "-c", ECHO_CHILD, reply_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
         w, r = child.stdin.fileno(), child.stdout.fileno()
 
         def bare_round_trip() -> None:
@@ -152,7 +164,9 @@ def bench_round_trip(config: SandboxConfig, rounds: int) -> None:
             os.unlink(reply_path)
         return statistics.median(bare), statistics.median(boxed)
 
-    print(f"2. per-step round trip ({len(request)}-byte request, {len(reply)}-byte reply, {steps} steps each)")
+    print(
+        f"2. per-step round trip ({len(request)}-byte request, {len(reply)}-byte reply, {steps} steps each)"
+    )
     all_cpus = os.sched_getaffinity(0)
     for label in ("free placement", "one CPU"):
         if label == "one CPU":  # children inherit it: no cross-CPU wake-ups on either side
@@ -189,14 +203,18 @@ def bench_steps(config: SandboxConfig, rounds: int) -> None:
         t = time.perf_counter()
         n_boxed = play(env)
         boxed = n_boxed / (time.perf_counter() - t)
-    print(f"3. steps per second, guess-the-number game ({episodes} episodes, reset counted as work)")
+    print(
+        f"3. steps per second, guess-the-number game ({episodes} episodes, reset counted as work)"
+    )
     print(f"   in-process                     {local:10.0f} steps/s  (baseline)")
     print(f"   sandboxed                      {boxed:10.0f} steps/s  {local / boxed:6.1f}x slower")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=30, help="repetitions per measurement (default 30)")
+    parser.add_argument(
+        "--rounds", type=int, default=30, help="repetitions per measurement (default 30)"
+    )
     args = parser.parse_args()
     config = SandboxConfig(limits=Limits(call_wall_s=10.0, cpu_s=60))
     print(f"spade-sandbox benchmarks, {os.cpu_count()} CPUs, python {sys.version.split()[0]}")

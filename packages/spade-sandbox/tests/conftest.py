@@ -7,7 +7,6 @@ import os
 import textwrap
 
 import pytest
-
 from spade_sandbox import DEFAULT_ALLOWED_IMPORTS, Limits, SandboxConfig
 
 OS_MODULES = frozenset(
@@ -75,7 +74,14 @@ def make_env_source(
 @pytest.fixture(scope="session")
 def config() -> SandboxConfig:
     return SandboxConfig(
-        limits=Limits(call_wall_s=1.5, episode_wall_s=30.0, cpu_s=20, mem_mib=256, max_output_kib=64, max_steps=50)
+        limits=Limits(
+            call_wall_s=1.5,
+            episode_wall_s=30.0,
+            cpu_s=20,
+            mem_mib=256,
+            max_output_kib=64,
+            max_steps=50,
+        )
     )
 
 

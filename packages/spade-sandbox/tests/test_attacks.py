@@ -13,7 +13,6 @@ import socket
 import time
 
 import pytest
-
 from conftest import GAME, descendants, make_env_source, open_fds
 from spade_sandbox import ReasonCode, SandboxError, SandboxPool, open_env
 
@@ -47,8 +46,16 @@ def opener(request, no_leftovers, config, permissive):
         pools = {c: SandboxPool(c, size=1) for c in (config, permissive)}
         for pool in pools.values():
             assert pool.wait_ready(60)
-        # Configs made inside a test (other limits) have no pool: those open directly.
-        OPEN = lambda source, config: pools[config].open_env(source) if config in pools else open_env(source, config=config)  # noqa: E731
+
+        def pooled_open(source, config):
+            # Configs made inside a test (other limits) have no pool: those open directly.
+            return (
+                pools[config].open_env(source)
+                if config in pools
+                else open_env(source, config=config)
+            )
+
+        OPEN = pooled_open
         yield pools
         for pool in pools.values():
             pool.close()
@@ -116,12 +123,19 @@ def test_infinite_loop_in_step(config):
 
 def test_c_level_loop_is_killed_on_time(config):
     started = time.monotonic()
-    expect(R.TIMEOUT, make_env_source(step="return str(sum(range(10**13))), 0.0, False, False, {}"), config)
+    expect(
+        R.TIMEOUT,
+        make_env_source(step="return str(sum(range(10**13))), 0.0, False, False, {}"),
+        config,
+    )
     assert time.monotonic() - started < config.limits.call_wall_s + 2
 
 
 def test_catastrophic_regex_backtracking(config):
-    src = make_env_source(header="import re", step='re.match(r"(a+)+$", "a" * 64 + "b"); return "x", 0.0, False, False, {}')
+    src = make_env_source(
+        header="import re",
+        step='re.match(r"(a+)+$", "a" * 64 + "b"); return "x", 0.0, False, False, {}',
+    )
     expect(R.TIMEOUT, src, config)
 
 
@@ -138,12 +152,19 @@ def test_infinite_loop_at_module_level(config):
 
 
 def test_cpu_time_limit_kills_a_busy_worker(config):
-    tight = config.replace(limits=config.limits.__class__(**{**config.limits.to_dict(), "cpu_s": 1, "call_wall_s": 8.0}))
+    tight = config.replace(
+        limits=config.limits.__class__(
+            **{**config.limits.to_dict(), "cpu_s": 1, "call_wall_s": 8.0}
+        )
+    )
     expect(R.TIMEOUT, make_env_source(step="while True: pass"), tight)
 
 
 def test_ignoring_sigterm_does_not_delay_the_kill(permissive):
-    src = make_env_source(header="import signal", step="signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: pass")
+    src = make_env_source(
+        header="import signal",
+        step="signal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: pass",
+    )
     expect(R.TIMEOUT, src, permissive)
 
 
@@ -174,17 +195,30 @@ def test_deep_recursion_is_the_environments_exception(config):
 
 
 def test_stack_overflow_past_the_recursion_limit_crashes_only_the_worker(permissive):
-    slow = permissive.replace(limits=permissive.limits.__class__(**{**permissive.limits.to_dict(), "call_wall_s": 10.0}))
-    src = make_env_source(header="import sys", step="sys.setrecursionlimit(10**8)\nx = []\nfor _ in range(10**6): x = [x]\nrepr(x)")
+    slow = permissive.replace(
+        limits=permissive.limits.__class__(**{**permissive.limits.to_dict(), "call_wall_s": 10.0})
+    )
+    src = make_env_source(
+        header="import sys",
+        step="sys.setrecursionlimit(10**8)\nx = []\nfor _ in range(10**6): x = [x]\nrepr(x)",
+    )
     expect(R.CRASHED, src, slow)
 
 
 def test_fork_bomb_refused_by_import_policy(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import os", step="while True: os.fork()"), config)
+    expect(
+        R.FORBIDDEN_IMPORT,
+        make_env_source(header="import os", step="while True: os.fork()"),
+        config,
+    )
 
 
 def test_fork_bomb_killed_by_seccomp(permissive):
-    expect(R.FORBIDDEN_SYSCALL, make_env_source(header="import os", step="while True: os.fork()"), permissive)
+    expect(
+        R.FORBIDDEN_SYSCALL,
+        make_env_source(header="import os", step="while True: os.fork()"),
+        permissive,
+    )
 
 
 def test_thread_bomb_is_capped(permissive):
@@ -195,7 +229,9 @@ def test_thread_bomb_is_capped(permissive):
 
 
 def test_environment_cannot_leave_processes_behind(permissive):
-    src = make_env_source(header="import os", step="if os.fork() == 0:\n    import time\n    time.sleep(60)")
+    src = make_env_source(
+        header="import os", step="if os.fork() == 0:\n    import time\n    time.sleep(60)"
+    )
     expect(R.FORBIDDEN_SYSCALL, src, permissive)
 
 
@@ -208,12 +244,18 @@ def test_threads_left_running_die_with_the_worker(permissive):
 
 # -- the OS: processes, network, files, environment ------------------------------------
 def test_os_system_refused_by_import_policy(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import os", step="os.system('true')"), config)
+    expect(
+        R.FORBIDDEN_IMPORT, make_env_source(header="import os", step="os.system('true')"), config
+    )
 
 
 def test_os_system_through_an_allowed_module_is_killed_by_seccomp(config):
     # `random` keeps a reference to `os`: the import policy alone is not a boundary.
-    expect(R.FORBIDDEN_SYSCALL, make_env_source(header="import random", step="random._os.system('id')"), config)
+    expect(
+        R.FORBIDDEN_SYSCALL,
+        make_env_source(header="import random", step="random._os.system('id')"),
+        config,
+    )
 
 
 def test_subprocess_killed_by_seccomp(permissive):
@@ -222,7 +264,9 @@ def test_subprocess_killed_by_seccomp(permissive):
 
 
 def test_socket_refused_by_import_policy(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import socket", step="socket.socket()"), config)
+    expect(
+        R.FORBIDDEN_IMPORT, make_env_source(header="import socket", step="socket.socket()"), config
+    )
 
 
 def test_socket_to_localhost_killed_and_never_connects(permissive):
@@ -231,7 +275,9 @@ def test_socket_to_localhost_killed_and_never_connects(permissive):
     listener.listen(1)
     listener.settimeout(0.2)
     port = listener.getsockname()[1]
-    src = make_env_source(header="import socket", step=f"socket.create_connection(('127.0.0.1', {port}))")
+    src = make_env_source(
+        header="import socket", step=f"socket.create_connection(('127.0.0.1', {port}))"
+    )
     try:
         expect(R.FORBIDDEN_SYSCALL, src, permissive)
         with pytest.raises(socket.timeout):
@@ -249,13 +295,17 @@ def test_writing_outside_the_work_dir_is_denied(config, tmp_path):
 
 
 def test_writing_the_sandbox_tmp_is_denied(config):
-    err = expect(R.ENV_EXCEPTION, make_env_source(step="open('/tmp/planted', 'w').write('x')"), config)
+    err = expect(
+        R.ENV_EXCEPTION, make_env_source(step="open('/tmp/planted', 'w').write('x')"), config
+    )
     assert "PermissionError" in err.message or "OSError" in err.message
     assert not os.path.exists("/tmp/planted")
 
 
 def test_writing_inside_the_work_dir_works(config):
-    src = make_env_source(step="open('scratch.txt', 'w').write('ok')\nreturn open('scratch.txt').read(), 0.0, False, False, {}")
+    src = make_env_source(
+        step="open('scratch.txt', 'w').write('ok')\nreturn open('scratch.txt').read(), 0.0, False, False, {}"
+    )
     assert run_step(src, config) == "ok"
 
 
@@ -266,51 +316,82 @@ def test_writing_a_file_past_the_size_limit_fails(config):
 
 
 def test_reading_host_files(config):
-    err = expect(R.ENV_EXCEPTION, make_env_source(step="return open('/etc/passwd').read(), 0.0, False, False, {}"), config)
+    err = expect(
+        R.ENV_EXCEPTION,
+        make_env_source(step="return open('/etc/passwd').read(), 0.0, False, False, {}"),
+        config,
+    )
     assert "root:" not in err.message
 
 
 def test_reading_the_host_checkout(config):
-    src = make_env_source(step=f"return open({os.path.abspath(__file__)!r}).read(), 0.0, False, False, {{}}")
+    src = make_env_source(
+        step=f"return open({os.path.abspath(__file__)!r}).read(), 0.0, False, False, {{}}"
+    )
     expect(R.ENV_EXCEPTION, src, config)
 
 
 def test_host_environment_variables_are_not_visible(config):
-    src = make_env_source(header="import random", step="return repr(dict(random._os.environ)), 0.0, False, False, {}")
+    src = make_env_source(
+        header="import random", step="return repr(dict(random._os.environ)), 0.0, False, False, {}"
+    )
     seen = run_step(src, config)
     assert HOST_SECRET not in seen and "SPADE_TEST_SECRET" not in seen
     assert "PATH" in seen
 
 
 def test_proc_of_the_host_is_not_visible(config):
-    src = make_env_source(step=f"return open('/proc/{os.getpid()}/environ').read(), 0.0, False, False, {{}}")
+    src = make_env_source(
+        step=f"return open('/proc/{os.getpid()}/environ').read(), 0.0, False, False, {{}}"
+    )
     err = expect(R.ENV_EXCEPTION, src, config)
     assert HOST_SECRET not in err.message
 
 
 def test_ctypes_refused_by_import_policy(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import ctypes", step="ctypes.CDLL(None)"), config)
+    expect(
+        R.FORBIDDEN_IMPORT,
+        make_env_source(header="import ctypes", step="ctypes.CDLL(None)"),
+        config,
+    )
 
 
 def test_ctypes_system_killed_by_seccomp(permissive):
-    expect(R.FORBIDDEN_SYSCALL, make_env_source(header="import ctypes", step="ctypes.CDLL(None).system(b'id')"), permissive)
+    expect(
+        R.FORBIDDEN_SYSCALL,
+        make_env_source(header="import ctypes", step="ctypes.CDLL(None).system(b'id')"),
+        permissive,
+    )
 
 
 def test_ctypes_mount_syscall_killed(permissive):
-    src = make_env_source(header="import ctypes", step="ctypes.CDLL(None).syscall(165, b'none', b'/work', b'tmpfs', 0, 0)")
+    src = make_env_source(
+        header="import ctypes",
+        step="ctypes.CDLL(None).syscall(165, b'none', b'/work', b'tmpfs', 0, 0)",
+    )
     expect(R.FORBIDDEN_SYSCALL, src, permissive)
 
 
 def test_ctypes_null_pointer_crashes_only_the_worker(permissive):
-    expect(R.CRASHED, make_env_source(header="import ctypes", step="ctypes.string_at(0)"), permissive)
+    expect(
+        R.CRASHED, make_env_source(header="import ctypes", step="ctypes.string_at(0)"), permissive
+    )
 
 
 def test_killing_the_parent(permissive):
-    expect(R.FORBIDDEN_SYSCALL, make_env_source(header="import os", step="os.kill(os.getppid(), 9)"), permissive)
+    expect(
+        R.FORBIDDEN_SYSCALL,
+        make_env_source(header="import os", step="os.kill(os.getppid(), 9)"),
+        permissive,
+    )
 
 
 def test_killing_the_host_by_pid(permissive):
-    expect(R.FORBIDDEN_SYSCALL, make_env_source(header="import os", step=f"os.kill({os.getpid()}, 9)"), permissive)
+    expect(
+        R.FORBIDDEN_SYSCALL,
+        make_env_source(header="import os", step=f"os.kill({os.getpid()}, 9)"),
+        permissive,
+    )
 
 
 def test_ptrace_killed(permissive):
@@ -330,13 +411,19 @@ def test_closing_the_protocol_pipe(permissive):
 
 
 def test_writing_garbage_to_the_protocol_pipe(permissive):
-    src = make_env_source(header="import os", step=f"[_write(fd) for fd in {PROTOCOL_FDS}]\nreturn 'x', 0.0, False, False, {{}}")
+    src = make_env_source(
+        header="import os",
+        step=f"[_write(fd) for fd in {PROTOCOL_FDS}]\nreturn 'x', 0.0, False, False, {{}}",
+    )
     src += "\n\ndef _write(fd):\n    try:\n        os.write(fd, b'garbage that is not a frame')\n    except OSError:\n        pass\n"
     expect(R.PROTOCOL_ERROR, src, permissive)
 
 
 def test_forged_reply_frame_is_detected(permissive):
-    src = make_env_source(header="import os, json", step=f"[_forge(fd) for fd in {PROTOCOL_FDS}]\nreturn 'x', 0.0, False, False, {{}}")
+    src = make_env_source(
+        header="import os, json",
+        step=f"[_forge(fd) for fd in {PROTOCOL_FDS}]\nreturn 'x', 0.0, False, False, {{}}",
+    )
     src += ("\n\ndef _forge(fd):\n    body = json.dumps({'id': 999, 'ok': True, 'value': ['forged', 1.0, True, False, {}]}).encode()\n"
             "    try:\n        os.write(fd, len(body).to_bytes(4, 'big') + body)\n    except OSError:\n        pass\n")  # fmt: skip
     expect(R.PROTOCOL_ERROR, src, permissive)
@@ -357,7 +444,12 @@ def test_dunder_import_is_guarded(config):
 
 
 def test_importlib_refused(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import importlib", step="importlib.import_module('os')"), config, op="open")
+    expect(
+        R.FORBIDDEN_IMPORT,
+        make_env_source(header="import importlib", step="importlib.import_module('os')"),
+        config,
+        op="open",
+    )
 
 
 def test_import_inside_a_method_is_found_before_running(config):
@@ -365,7 +457,9 @@ def test_import_inside_a_method_is_found_before_running(config):
 
 
 def test_swallowed_forbidden_import_is_still_reported(config):
-    src = make_env_source(step="try:\n    __import__('socket')\nexcept ImportError:\n    pass\nreturn 'x', 0.0, False, False, {}")
+    src = make_env_source(
+        step="try:\n    __import__('socket')\nexcept ImportError:\n    pass\nreturn 'x', 0.0, False, False, {}"
+    )
     expect(R.FORBIDDEN_IMPORT, src, config)
 
 
@@ -388,16 +482,30 @@ def test_builtins_tampering_stays_inside_the_environment(config):
 
 
 def test_pickle_refused(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import pickle", step="pickle.loads(b'')"), config, op="open")
+    expect(
+        R.FORBIDDEN_IMPORT,
+        make_env_source(header="import pickle", step="pickle.loads(b'')"),
+        config,
+        op="open",
+    )
 
 
 def test_pickle_payload_killed_by_seccomp(permissive):
     payload = b"cposix\nsystem\n(S'id'\ntR."
-    expect(R.FORBIDDEN_SYSCALL, make_env_source(header="import pickle", step=f"pickle.loads({payload!r})"), permissive)
+    expect(
+        R.FORBIDDEN_SYSCALL,
+        make_env_source(header="import pickle", step=f"pickle.loads({payload!r})"),
+        permissive,
+    )
 
 
 def test_marshal_refused(config):
-    expect(R.FORBIDDEN_IMPORT, make_env_source(header="import marshal", step="marshal.loads(b'')"), config, op="open")
+    expect(
+        R.FORBIDDEN_IMPORT,
+        make_env_source(header="import marshal", step="marshal.loads(b'')"),
+        config,
+        op="open",
+    )
 
 
 def test_pickle_bytes_in_an_observation_stay_text(config):
@@ -407,21 +515,34 @@ def test_pickle_bytes_in_an_observation_stay_text(config):
 
 # -- output and return values ----------------------------------------------------------
 def test_stdout_flooding(config):
-    err = expect(R.OUTPUT_TOO_LARGE, make_env_source(step="for _ in range(10**6): print('x' * 100)"), config)
+    err = expect(
+        R.OUTPUT_TOO_LARGE, make_env_source(step="for _ in range(10**6): print('x' * 100)"), config
+    )
     assert "printed" in err.message
 
 
 def test_raw_fd_flooding_goes_nowhere(config):
-    src = make_env_source(header="import random", step="for _ in range(2000): random._os.write(1, b'x' * 65536)\nreturn 'done', 0.0, False, False, {}")
+    src = make_env_source(
+        header="import random",
+        step="for _ in range(2000): random._os.write(1, b'x' * 65536)\nreturn 'done', 0.0, False, False, {}",
+    )
     assert run_step(src, config) == "done"
 
 
 def test_huge_observation(config):
-    expect(R.OUTPUT_TOO_LARGE, make_env_source(step="return 'x' * 10**7, 0.0, False, False, {}"), config)
+    expect(
+        R.OUTPUT_TOO_LARGE,
+        make_env_source(step="return 'x' * 10**7, 0.0, False, False, {}"),
+        config,
+    )
 
 
 def test_huge_info(config):
-    expect(R.OUTPUT_TOO_LARGE, make_env_source(step="return 'x', 0.0, False, False, {'blob': 'y' * 10**7}"), config)
+    expect(
+        R.OUTPUT_TOO_LARGE,
+        make_env_source(step="return 'x', 0.0, False, False, {'blob': 'y' * 10**7}"),
+        config,
+    )
 
 
 def test_huge_reset_observation(config):
@@ -444,8 +565,20 @@ def test_huge_reset_observation(config):
         ("'x', 0.0, False, False, {'s': {1, 2}}", "not JSON"),
         ("'x', 0.0, False, False, {'v': float('nan')}", "not JSON"),
     ],
-    ids=["nan", "inf", "str-reward", "none-reward", "huge-int", "4-tuple", "6-tuple", "int-flag", "int-obs",
-         "list-info", "set-in-info", "nan-in-info"],  # fmt: skip
+    ids=[
+        "nan",
+        "inf",
+        "str-reward",
+        "none-reward",
+        "huge-int",
+        "4-tuple",
+        "6-tuple",
+        "int-flag",
+        "int-obs",
+        "list-info",
+        "set-in-info",
+        "nan-in-info",
+    ],  # fmt: skip
 )
 def test_bad_step_returns(config, returned, needle):
     err = expect(R.BAD_RETURN, make_env_source(step=f"return {returned}"), config)
@@ -453,12 +586,16 @@ def test_bad_step_returns(config, returned, needle):
 
 
 def test_bad_reset_return(config):
-    err = expect(R.BAD_RETURN, make_env_source(reset="return 'only an observation'"), config, op="reset")
+    err = expect(
+        R.BAD_RETURN, make_env_source(reset="return 'only an observation'"), config, op="reset"
+    )
     assert "(observation, info)" in err.message
 
 
 def test_bad_return_keeps_the_environment_usable(config):
-    src = make_env_source(step="self.n = getattr(self, 'n', 0) + 1\nreturn ('x', float('nan') if self.n == 1 else 1.0, True, False, {})")
+    src = make_env_source(
+        step="self.n = getattr(self, 'n', 0) + 1\nreturn ('x', float('nan') if self.n == 1 else 1.0, True, False, {})"
+    )
     with OPEN(src, config=config) as env:
         env.reset()
         with pytest.raises(SandboxError) as caught:
@@ -469,19 +606,23 @@ def test_bad_return_keeps_the_environment_usable(config):
 
 def test_environment_exception_carries_type_and_text(config):
     err = expect(R.ENV_EXCEPTION, make_env_source(step="raise KeyError('the missing key')"), config)
-    assert "KeyError" in err.message and "the missing key" in err.message and "in step" in err.message
+    assert (
+        "KeyError" in err.message and "the missing key" in err.message and "in step" in err.message
+    )
 
 
 # -- environments against each other ---------------------------------------------------
 def test_an_environment_cannot_read_another_ones_state(permissive):
     secret = "victim-secret-41b2"
-    victim_src = make_env_source(init=f"self.secret = {secret!r}\nopen('secret.txt', 'w').write(self.secret)")
+    victim_src = make_env_source(
+        init=f"self.secret = {secret!r}\nopen('secret.txt', 'w').write(self.secret)"
+    )
     with OPEN(victim_src, config=permissive) as victim:
         victim.reset()
         spy_step = f"""
 import os
 found = []
-for path in [{victim.work_dir + '/secret.txt'!r}, '/work/secret.txt', '../secret.txt']:
+for path in [{victim.work_dir + "/secret.txt"!r}, '/work/secret.txt', '../secret.txt']:
     try:
         found.append(open(path).read())
     except OSError as exc:
@@ -506,3 +647,21 @@ return repr(found), 0.0, False, False, {{}}
         assert secret not in seen
         assert "Error" in seen
         assert victim.step("still here")[0] == "obs"
+
+
+def test_return_value_subclasses_cannot_run_code_unguarded(config):
+    # __len__ of a tuple subclass runs while the worker inspects the return value.
+    header = (
+        "class Sneaky(tuple):\n    def __len__(self):\n        raise ValueError('inside __len__')"
+    )
+    err = expect(
+        R.ENV_EXCEPTION,
+        make_env_source(header=header, step="return Sneaky(('x', 0.0, False, False, {}))"),
+        config,
+    )
+    assert "inside __len__" in err.message
+
+
+def test_a_property_that_loops_is_stopped(config):
+    src = make_env_source(extra="@property\ndef probe(self):\n    while True: pass\n")
+    expect(R.TIMEOUT, src, config, op="call")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pickle
 
 import pytest
-
 import spade_sandbox
 from spade_sandbox import (
     DEFAULT_ALLOWED_IMPORTS,
@@ -24,7 +23,12 @@ from spade_sandbox.errors import error_for
 
 def test_limits_defaults_match_the_published_interface():
     limits = Limits()
-    assert (limits.call_wall_s, limits.episode_wall_s, limits.cpu_s, limits.mem_mib) == (5.0, 120.0, 10, 512)
+    assert (limits.call_wall_s, limits.episode_wall_s, limits.cpu_s, limits.mem_mib) == (
+        5.0,
+        120.0,
+        10,
+        512,
+    )
     assert (limits.max_procs, limits.max_file_mib, limits.max_open_files) == (16, 16, 64)
     assert (limits.max_output_kib, limits.max_steps) == (256, 1000)
 
@@ -57,10 +61,20 @@ def test_limits_are_frozen_and_ints_become_floats_for_seconds():
 def test_config_defaults_are_safe():
     config = SandboxConfig()
     assert config.backend == "process"
-    assert {"os", "sys", "socket", "subprocess", "ctypes", "pickle", "importlib"}.isdisjoint(config.allowed_imports)
-    assert {"math", "random", "re", "json", "itertools", "collections", "dataclasses", "string", "typing"} <= (
+    assert {"os", "sys", "socket", "subprocess", "ctypes", "pickle", "importlib"}.isdisjoint(
         config.allowed_imports
     )
+    assert {
+        "math",
+        "random",
+        "re",
+        "json",
+        "itertools",
+        "collections",
+        "dataclasses",
+        "string",
+        "typing",
+    } <= (config.allowed_imports)
 
 
 def test_config_rejects_unknown_layer_and_bad_types():
@@ -87,7 +101,9 @@ def test_from_env_reads_variables():
     assert config.allowed_imports == DEFAULT_ALLOWED_IMPORTS | {"zlib", "base64"}
     assert config.require_layers == {"seccomp", "landlock"}
     assert config.backend_options == {"image": "spade-sandbox:latest"}
-    assert SandboxConfig.from_env({"SPADE_SANDBOX_REQUIRE_LAYERS": "all"}).require_layers == set(spade_sandbox.LAYERS)
+    assert SandboxConfig.from_env({"SPADE_SANDBOX_REQUIRE_LAYERS": "all"}).require_layers == set(
+        spade_sandbox.LAYERS
+    )
 
 
 def test_from_env_rejects_unknown_and_malformed_variables():
@@ -119,7 +135,9 @@ def test_errors_pickle_keep_their_family_and_reason():
         assert type(back) is type(err) and back.reason is reason and back.message == err.message
         assert isinstance(back, SandboxError) and isinstance(back, RuntimeError)
         assert back.is_infrastructure is (reason is ReasonCode.INFRASTRUCTURE)
-    assert isinstance(error_for("timeout", "t"), TimeoutError) and isinstance(error_for("timeout", "t"), SandboxTimeout)
+    assert isinstance(error_for("timeout", "t"), TimeoutError) and isinstance(
+        error_for("timeout", "t"), SandboxTimeout
+    )
     assert isinstance(error_for("memory", "m"), MemoryError)
     assert error_for("no-such-reason", "x").reason is ReasonCode.PROTOCOL_ERROR
 

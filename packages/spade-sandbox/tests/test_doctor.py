@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from spade_sandbox import LAYERS, doctor_report
 from spade_sandbox.cli import main
 
@@ -29,7 +28,12 @@ def test_cli_json(capsys):
 
 
 def test_cli_entry_point_runs_as_a_program():
-    done = subprocess.run([sys.executable, "-m", "spade_sandbox.cli", "doctor"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "spade_sandbox.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "spade-sandbox doctor" in done.stdout
 

@@ -4,7 +4,6 @@ episode limits, recycling, one-off scripts, required layers."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import GAME, child_pids, make_env_source
 from spade_sandbox import (
     ExecResult,
@@ -43,7 +42,14 @@ def test_same_seed_same_episode_across_workers(config):
 def test_every_layer_is_reported(config):
     with open_env(GAME, config=config) as env:
         layers = env.layers
-    assert set(layers) >= {"namespaces", "unprivileged_uid", "rlimits", "seccomp", "landlock", "import_policy"}
+    assert set(layers) >= {
+        "namespaces",
+        "unprivileged_uid",
+        "rlimits",
+        "seccomp",
+        "landlock",
+        "import_policy",
+    }
     for state in layers.values():
         assert state.startswith(("active", "unavailable: "))
 
@@ -98,8 +104,12 @@ def test_max_steps_per_episode(config):
 
 
 def test_episode_wall_budget(config):
-    tight = config.replace(limits=Limits(**{**config.limits.to_dict(), "episode_wall_s": 0.6, "call_wall_s": 5.0}))
-    src = make_env_source(header="import time", step="time.sleep(0.4)\nreturn 'slept', 0.0, False, False, {}")
+    tight = config.replace(
+        limits=Limits(**{**config.limits.to_dict(), "episode_wall_s": 0.6, "call_wall_s": 5.0})
+    )
+    src = make_env_source(
+        header="import time", step="time.sleep(0.4)\nreturn 'slept', 0.0, False, False, {}"
+    )
     with open_env(src, config=tight) as env:
         env.reset()
         env.step("a")
@@ -108,7 +118,9 @@ def test_episode_wall_budget(config):
 
 
 def test_reset_after_a_fatal_error_moves_to_a_fresh_worker(config):
-    src = make_env_source(step="if action == 'loop':\n    while True: pass\nreturn 'fine', 0.0, False, False, {}")
+    src = make_env_source(
+        step="if action == 'loop':\n    while True: pass\nreturn 'fine', 0.0, False, False, {}"
+    )
     with open_env(src, config=config) as env:
         env.reset()
         first_dir = env.work_dir
@@ -146,12 +158,18 @@ def test_run_a_script(config):
     result = run("import json, sys\nprint(json.dumps({'echo': input()}))", config=config.replace(
         allowed_imports=config.allowed_imports | {"sys"}), stdin="hello\n")  # fmt: skip
     assert isinstance(result, ExecResult) and result.ok
-    assert result.stdout == '{"echo": "hello"}\n' and result.returncode == 0 and result.reason is None
+    assert (
+        result.stdout == '{"echo": "hello"}\n' and result.returncode == 0 and result.reason is None
+    )
 
 
 def test_run_reports_failures_as_data(config):
     failing = run("raise ValueError('bad input')", config=config)
-    assert failing.returncode == 1 and "ValueError: bad input" in failing.stderr and failing.reason is None
+    assert (
+        failing.returncode == 1
+        and "ValueError: bad input" in failing.stderr
+        and failing.reason is None
+    )
     assert not failing.ok
     exiting = run("raise SystemExit(4)", config=config)
     assert exiting.returncode == 4
@@ -160,15 +178,22 @@ def test_run_reports_failures_as_data(config):
     forbidden = run("import socket", config=config)
     assert forbidden.reason is ReasonCode.FORBIDDEN_IMPORT
     flooding = run("while True: print('x' * 1000)", config=config)
-    assert flooding.reason is ReasonCode.OUTPUT_TOO_LARGE and len(flooding.stdout) == config.limits.max_output_bytes
+    assert (
+        flooding.reason is ReasonCode.OUTPUT_TOO_LARGE
+        and len(flooding.stdout) == config.limits.max_output_bytes
+    )
 
 
 def test_required_layer_that_is_missing_is_an_infrastructure_error(config, monkeypatch):
     from spade_sandbox import process
 
-    monkeypatch.setattr(process, "bwrap_status", lambda: (None, "unavailable: disabled for this test"))
+    monkeypatch.setattr(
+        process, "bwrap_status", lambda: (None, "unavailable: disabled for this test")
+    )
     strict = config.replace(require_layers=frozenset({"namespaces"}))
-    with pytest.raises(SandboxError, match="namespaces: unavailable: disabled for this test") as caught:
+    with pytest.raises(
+        SandboxError, match="namespaces: unavailable: disabled for this test"
+    ) as caught:
         open_env(GAME, config=strict)
     assert caught.value.is_infrastructure
 
@@ -176,7 +201,9 @@ def test_required_layer_that_is_missing_is_an_infrastructure_error(config, monke
 def test_without_bubblewrap_it_falls_back_and_logs(config, monkeypatch, caplog):
     from spade_sandbox import environment, process
 
-    monkeypatch.setattr(process, "bwrap_status", lambda: (None, "unavailable: disabled for this test"))
+    monkeypatch.setattr(
+        process, "bwrap_status", lambda: (None, "unavailable: disabled for this test")
+    )
     monkeypatch.setattr(environment, "_warned", set())
     with caplog.at_level("WARNING", logger="spade_sandbox"):
         with open_env(GAME, config=config) as env:
@@ -199,14 +226,18 @@ def test_config_from_environment_is_the_default(monkeypatch):
 
 def test_source_compiles_with_its_own_future_flags(config):
     # The worker module uses postponed annotations; the environment's code must not inherit them.
-    src = make_env_source(step="def f(x: int): pass\nreturn repr(f.__annotations__['x']), 0.0, False, False, {}")
+    src = make_env_source(
+        step="def f(x: int): pass\nreturn repr(f.__annotations__['x']), 0.0, False, False, {}"
+    )
     with open_env(src, config=config) as env:
         env.reset()
         assert env.step("a")[0] == "<class 'int'>"
 
 
 def test_forbidden_import_names_module_and_line(config):
-    src = make_env_source(step="import json\nfrom subprocess import run\nreturn 'x', 0.0, False, False, {}")
+    src = make_env_source(
+        step="import json\nfrom subprocess import run\nreturn 'x', 0.0, False, False, {}"
+    )
     with pytest.raises(SandboxError, match=r"line 13 imports 'subprocess'") as caught:
         open_env(src, config=config)
     assert caught.value.reason is ReasonCode.FORBIDDEN_IMPORT

@@ -22,8 +22,17 @@ def test_public_names_exist():
 
 
 def test_published_signatures():
-    assert list(inspect.signature(spade_sandbox.open_env).parameters) == ["source", "class_name", "kwargs", "config"]
-    assert list(inspect.signature(spade_sandbox.run).parameters) == ["script_source", "config", "stdin"]
+    assert list(inspect.signature(spade_sandbox.open_env).parameters) == [
+        "source",
+        "class_name",
+        "kwargs",
+        "config",
+    ]
+    assert list(inspect.signature(spade_sandbox.run).parameters) == [
+        "script_source",
+        "config",
+        "stdin",
+    ]
     assert list(inspect.signature(spade_sandbox.SandboxPool).parameters) == ["config", "size"]
     pool_open = inspect.signature(spade_sandbox.SandboxPool.open_env).parameters
     assert list(pool_open)[1:] == ["source", "class_name", "kwargs", "config"]

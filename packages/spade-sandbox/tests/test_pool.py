@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from conftest import GAME, child_pids, make_env_source, open_fds
 from spade_sandbox import ReasonCode, SandboxError, SandboxPool
 
@@ -40,7 +39,9 @@ def test_state_does_not_leak_between_environments_of_a_pool(config):
 
 
 def test_a_violation_recycles_the_worker_and_the_pool_carries_on(config):
-    src = make_env_source(step="if action == 'bomb':\n    x = bytearray(10**10)\nreturn 'ok', 0.0, False, False, {}")
+    src = make_env_source(
+        step="if action == 'bomb':\n    x = bytearray(10**10)\nreturn 'ok', 0.0, False, False, {}"
+    )
     with SandboxPool(config, size=1) as pool:
         env = pool.open_env(src)
         env.reset()

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import math
-import time
 import os
+import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from spade_sandbox import wire
 from spade_sandbox.worker import seccomp_program
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -70,9 +75,20 @@ def test_eof_and_deadline():
         os.close(r)
 
 
-@given(st.text(max_size=50), st.floats(allow_nan=False, allow_infinity=False) | st.integers(-1000, 1000), st.booleans(), st.booleans())
+@given(
+    st.text(max_size=50),
+    st.floats(allow_nan=False, allow_infinity=False) | st.integers(-1000, 1000),
+    st.booleans(),
+    st.booleans(),
+)
 def test_valid_steps_pass_unchanged(obs, reward, terminated, truncated):
-    assert wire.check_step((obs, reward, terminated, truncated, {"k": [1]}), 1000) == [obs, float(reward), terminated, truncated, {"k": [1]}]
+    assert wire.check_step((obs, reward, terminated, truncated, {"k": [1]}), 1000) == [
+        obs,
+        float(reward),
+        terminated,
+        truncated,
+        {"k": [1]},
+    ]
 
 
 def test_checks_name_the_problem():
@@ -81,7 +97,10 @@ def test_checks_name_the_problem():
     with pytest.raises(wire.ValueCheckError) as caught:
         wire.check_reset(("x" * 200, {}), 100)
     assert caught.value.kind == "output_too_large"
-    assert wire.decode(wire.encode(wire.check_reset(("o", {"t": (1, 2)}), 100))[4:]) == ["o", {"t": [1, 2]}]
+    assert wire.decode(wire.encode(wire.check_reset(("o", {"t": (1, 2)}), 100))[4:]) == [
+        "o",
+        {"t": [1, 2]},
+    ]
 
 
 def test_seccomp_program_is_well_formed():

@@ -2,6 +2,8 @@
 
 from importlib.metadata import version as _version
 
+from .doctor import doctor_layers, doctor_report
+from .environment import SandboxedEnv, open_env, run, start_worker
 from .errors import (
     BadReturn,
     EnvException,
@@ -18,6 +20,8 @@ from .errors import (
     SandboxTimeout,
 )
 from .limits import DEFAULT_ALLOWED_IMPORTS, LAYERS, Limits, SandboxConfig
+from .pool import SandboxPool
+from .process import ProcessBackend
 from .protocol import (
     Backend,
     FramedWorker,
@@ -28,10 +32,6 @@ from .protocol import (
     register_backend,
 )
 from .result import ExecResult
-from .environment import SandboxedEnv, open_env, run, start_worker
-from .pool import SandboxPool
-from .process import ProcessBackend
-from .doctor import doctor_layers, doctor_report
 
 
 def _docker_backend() -> Backend:

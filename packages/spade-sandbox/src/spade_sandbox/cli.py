@@ -12,12 +12,20 @@ from .limits import LAYERS, SandboxConfig
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="spade-sandbox", description="Sandbox for untrusted environment code.")
+    parser = argparse.ArgumentParser(
+        prog="spade-sandbox", description="Sandbox for untrusted environment code."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    doctor = sub.add_parser("doctor", help="start one sandboxed worker and print which isolation layers are active")
-    doctor.add_argument("--backend", help="backend to check (default: SPADE_SANDBOX_BACKEND or 'process')")
+    doctor = sub.add_parser(
+        "doctor", help="start one sandboxed worker and print which isolation layers are active"
+    )
+    doctor.add_argument(
+        "--backend", help="backend to check (default: SPADE_SANDBOX_BACKEND or 'process')"
+    )
     doctor.add_argument("--json", action="store_true", help="print layer -> state as JSON")
-    doctor.add_argument("--strict", action="store_true", help="exit with status 1 unless every layer is active")
+    doctor.add_argument(
+        "--strict", action="store_true", help="exit with status 1 unless every layer is active"
+    )
     args = parser.parse_args(argv)
     try:
         config = SandboxConfig.from_env()
@@ -34,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(format_report(config, None, str(exc)))
         return 1
-    print(json.dumps(layers, indent=2, sort_keys=True) if args.json else format_report(config, layers))
+    print(
+        json.dumps(layers, indent=2, sort_keys=True) if args.json else format_report(config, layers)
+    )
     if args.strict and not all(layers.get(name, "").startswith("active") for name in LAYERS):
         return 1
     return 0

@@ -24,7 +24,9 @@ def doctor_layers(config: SandboxConfig | None = None) -> dict[str, str]:
         worker.close()
 
 
-def format_report(config: SandboxConfig, layers: dict[str, str] | None, failure: str | None = None) -> str:
+def format_report(
+    config: SandboxConfig, layers: dict[str, str] | None, failure: str | None = None
+) -> str:
     """The doctor's text for measured `layers` (or the reason no worker started)."""
     lines = [
         "spade-sandbox doctor",

@@ -42,17 +42,27 @@ def start_worker(config: SandboxConfig) -> WorkerHandle:
 
 def check_layers(worker: WorkerHandle, config: SandboxConfig) -> WorkerHandle:
     """Refuse (close) a worker missing a required layer; log other missing layers once."""
-    inactive = {name: state for name, state in worker.layers.items() if not state.startswith("active")}
-    missing = sorted(config.require_layers & (set(inactive) | (config.require_layers - set(worker.layers))))
+    inactive = {
+        name: state for name, state in worker.layers.items() if not state.startswith("active")
+    }
+    missing = sorted(
+        config.require_layers & (set(inactive) | (config.require_layers - set(worker.layers)))
+    )
     if missing:
         worker.close()
-        details = "; ".join(f"{name}: {inactive.get(name, 'not reported by the backend')}" for name in missing)
-        raise InfrastructureError(f"required isolation layer(s) not active ({details}); run `spade-sandbox doctor`")
+        details = "; ".join(
+            f"{name}: {inactive.get(name, 'not reported by the backend')}" for name in missing
+        )
+        raise InfrastructureError(
+            f"required isolation layer(s) not active ({details}); run `spade-sandbox doctor`"
+        )
     with _warned_lock:
         for name, state in sorted(inactive.items()):
             if name not in _warned:
                 _warned.add(name)
-                log.warning("spade-sandbox: isolation layer %s is %s; continuing without it", name, state)
+                log.warning(
+                    "spade-sandbox: isolation layer %s is %s; continuing without it", name, state
+                )
     return worker
 
 
@@ -60,7 +70,9 @@ def _check_plain_json(value: object, what: str) -> None:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}") from None
+        raise TypeError(
+            f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}"
+        ) from None
 
 
 class SandboxedEnv:
@@ -110,7 +122,12 @@ class SandboxedEnv:
         worker = self._worker_source()
         try:
             value = worker.request(
-                {"op": "open", "source": self.source, "class_name": self.requested_class, "kwargs": self.kwargs},
+                {
+                    "op": "open",
+                    "source": self.source,
+                    "class_name": self.requested_class,
+                    "kwargs": self.kwargs,
+                },
                 self.config.limits.call_wall_s,
                 self.config.limits.max_output_bytes,
             )
@@ -181,18 +198,26 @@ class SandboxedEnv:
         if self._closed:
             raise ValueError("this environment is closed; open a new one")
         recycle = self.config.recycle_after_episodes
-        if self._worker is None or not self._worker.alive or (recycle and self._episodes_on_worker >= recycle):
+        if (
+            self._worker is None
+            or not self._worker.alive
+            or (recycle and self._episodes_on_worker >= recycle)
+        ):
             if self._worker is not None:
                 self._worker.close()
                 self._worker = None
             self._load()
         limits = self.config.limits
         self._episode_started = None
-        value = self._request({"op": "reset", "seed": seed}, limits.call_wall_s, limits.max_output_bytes)
+        value = self._request(
+            {"op": "reset", "seed": seed}, limits.call_wall_s, limits.max_output_bytes
+        )
         try:
             obs, info = wire.check_reset(value, limits.max_output_bytes, decoded=True)
         except wire.ValueCheckError as exc:
-            raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(str(exc)) from None
+            raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(
+                str(exc)
+            ) from None
         self._episode_started = time.monotonic()
         self._steps = 0
         self._episodes_on_worker += 1
@@ -207,14 +232,20 @@ class SandboxedEnv:
             raise ValueError("call reset() before step()")
         limits = self.config.limits
         if self._steps >= limits.max_steps:
-            raise LimitExceeded(f"the episode reached Limits.max_steps={limits.max_steps}; call reset()")
+            raise LimitExceeded(
+                f"the episode reached Limits.max_steps={limits.max_steps}; call reset()"
+            )
         left = limits.episode_wall_s - (time.monotonic() - self._episode_started)
         if left <= 0:
-            raise LimitExceeded(f"the episode ran past Limits.episode_wall_s={limits.episode_wall_s:g}; call reset()")
+            raise LimitExceeded(
+                f"the episode ran past Limits.episode_wall_s={limits.episode_wall_s:g}; call reset()"
+            )
         timeout = min(limits.call_wall_s, left)
         self._steps += 1
         try:
-            value = self._request({"op": "step", "action": action}, timeout, limits.max_output_bytes)
+            value = self._request(
+                {"op": "step", "action": action}, timeout, limits.max_output_bytes
+            )
         except SandboxTimeout:
             if timeout < limits.call_wall_s:
                 raise LimitExceeded(
@@ -222,9 +253,13 @@ class SandboxedEnv:
                 ) from None
             raise
         try:
-            obs, reward, terminated, truncated, info = wire.check_step(value, limits.max_output_bytes, decoded=True)
+            obs, reward, terminated, truncated, info = wire.check_step(
+                value, limits.max_output_bytes, decoded=True
+            )
         except wire.ValueCheckError as exc:
-            raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(str(exc)) from None
+            raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(
+                str(exc)
+            ) from None
         return obs, reward, terminated, truncated, info
 
     def call(self, method: str, *args: object) -> object:
@@ -233,10 +268,18 @@ class SandboxedEnv:
             raise ValueError(f"method must be the name of a public method, got {method!r}")
         _check_plain_json(list(args), "call() arguments")
         limits = self.config.limits
-        return self._request({"op": "call", "method": method, "args": list(args)}, limits.call_wall_s, limits.max_output_bytes)
+        return self._request(
+            {"op": "call", "method": method, "args": list(args)},
+            limits.call_wall_s,
+            limits.max_output_bytes,
+        )
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else ("ready" if self._worker and self._worker.alive else "failed")
+        state = (
+            "closed"
+            if self._closed
+            else ("ready" if self._worker and self._worker.alive else "failed")
+        )
         return f"<SandboxedEnv {self.class_name} {state}>"
 
 
@@ -254,7 +297,9 @@ def open_env(
     return SandboxedEnv(source, class_name, kwargs, config, lambda: start_worker(config))
 
 
-def run_script(worker: WorkerHandle, script_source: str, config: SandboxConfig, stdin: str) -> ExecResult:
+def run_script(
+    worker: WorkerHandle, script_source: str, config: SandboxConfig, stdin: str
+) -> ExecResult:
     """Run one script in `worker` (which is closed afterwards)."""
     if not isinstance(script_source, str) or not isinstance(stdin, str):
         raise TypeError("script_source and stdin must be str")
@@ -262,7 +307,9 @@ def run_script(worker: WorkerHandle, script_source: str, config: SandboxConfig, 
     started = time.monotonic()
     try:
         value = worker.request(
-            {"op": "exec", "source": script_source, "stdin": stdin}, limits.call_wall_s, 2 * limits.max_output_bytes
+            {"op": "exec", "source": script_source, "stdin": stdin},
+            limits.call_wall_s,
+            2 * limits.max_output_bytes,
         )
     except SandboxError as exc:
         if exc.is_infrastructure:
@@ -273,9 +320,13 @@ def run_script(worker: WorkerHandle, script_source: str, config: SandboxConfig, 
     wall_s = time.monotonic() - started
     try:
         reason = ReasonCode(value["reason"]) if value["reason"] is not None else None
-        return ExecResult(int(value["returncode"]), str(value["stdout"]), str(value["stderr"]), wall_s, reason)
+        return ExecResult(
+            int(value["returncode"]), str(value["stdout"]), str(value["stderr"]), wall_s, reason
+        )
     except (KeyError, TypeError, ValueError):
-        return ExecResult(-1, "", "the worker's exec reply is malformed", wall_s, ReasonCode.PROTOCOL_ERROR)
+        return ExecResult(
+            -1, "", "the worker's exec reply is malformed", wall_s, ReasonCode.PROTOCOL_ERROR
+        )
 
 
 def run(script_source: str, config: SandboxConfig | None = None, stdin: str = "") -> ExecResult:

@@ -71,7 +71,9 @@ class Limits:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise TypeError(f"Limits.{f.name} must be a number, got {value!r}")
                 if not math.isfinite(value) or value <= 0:
-                    raise ValueError(f"Limits.{f.name} must be a positive finite number, got {value!r}")
+                    raise ValueError(
+                        f"Limits.{f.name} must be a positive finite number, got {value!r}"
+                    )
                 object.__setattr__(self, f.name, float(value))
             else:
                 if isinstance(value, bool) or not isinstance(value, int):
@@ -79,7 +81,9 @@ class Limits:
                 if value <= 0:
                     raise ValueError(f"Limits.{f.name} must be positive, got {value!r}")
         if self.max_open_files < 16:
-            raise ValueError("Limits.max_open_files must be at least 16 (the interpreter needs some)")
+            raise ValueError(
+                "Limits.max_open_files must be at least 16 (the interpreter needs some)"
+            )
         if self.mem_mib < 64:
             raise ValueError("Limits.mem_mib must be at least 64 (the interpreter needs some)")
 
@@ -115,7 +119,9 @@ class SandboxConfig:
         if not isinstance(self.backend, str) or not self.backend:
             raise ValueError(f"SandboxConfig.backend must be a backend name, got {self.backend!r}")
         if not isinstance(self.limits, Limits):
-            raise TypeError(f"SandboxConfig.limits must be a Limits, got {type(self.limits).__name__}")
+            raise TypeError(
+                f"SandboxConfig.limits must be a Limits, got {type(self.limits).__name__}"
+            )
         object.__setattr__(self, "allowed_imports", _names("allowed_imports", self.allowed_imports))
         layers = _names("require_layers", self.require_layers)
         unknown = sorted(layers - set(LAYERS))
@@ -124,18 +130,26 @@ class SandboxConfig:
                 f"SandboxConfig.require_layers has unknown layer(s) {unknown}; known: {', '.join(LAYERS)}"
             )
         object.__setattr__(self, "require_layers", layers)
-        if isinstance(self.start_timeout_s, bool) or not isinstance(self.start_timeout_s, (int, float)) or not (
-            0 < self.start_timeout_s < math.inf
+        if (
+            isinstance(self.start_timeout_s, bool)
+            or not isinstance(self.start_timeout_s, (int, float))
+            or not (0 < self.start_timeout_s < math.inf)
         ):
-            raise ValueError(f"SandboxConfig.start_timeout_s must be a positive number, got {self.start_timeout_s!r}")
-        if isinstance(self.recycle_after_episodes, bool) or not isinstance(self.recycle_after_episodes, int) or (
-            self.recycle_after_episodes < 0
+            raise ValueError(
+                f"SandboxConfig.start_timeout_s must be a positive number, got {self.start_timeout_s!r}"
+            )
+        if (
+            isinstance(self.recycle_after_episodes, bool)
+            or not isinstance(self.recycle_after_episodes, int)
+            or (self.recycle_after_episodes < 0)
         ):
             raise ValueError(
                 f"SandboxConfig.recycle_after_episodes must be an integer >= 0, got {self.recycle_after_episodes!r}"
             )
         if self.work_root is not None and not isinstance(self.work_root, str):
-            raise TypeError(f"SandboxConfig.work_root must be a path string or None, got {self.work_root!r}")
+            raise TypeError(
+                f"SandboxConfig.work_root must be a path string or None, got {self.work_root!r}"
+            )
         if not isinstance(self.backend_options, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.backend_options.items()
         ):
@@ -152,13 +166,17 @@ class SandboxConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown sandbox config key(s) {unknown}; known: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown sandbox config key(s) {unknown}; known: {', '.join(sorted(known))}"
+            )
         values = dict(data)
         if isinstance(values.get("limits"), Mapping):
             limit_names = {f.name for f in dataclasses.fields(Limits)}
             bad = sorted(set(values["limits"]) - limit_names)
             if bad:
-                raise ValueError(f"unknown limit key(s) {bad}; known: {', '.join(sorted(limit_names))}")
+                raise ValueError(
+                    f"unknown limit key(s) {bad}; known: {', '.join(sorted(limit_names))}"
+                )
             values["limits"] = Limits(**values["limits"])
         return cls(**values)
 
@@ -192,7 +210,9 @@ class SandboxConfig:
             elif name == "extra_imports":
                 extra = _comma_list(raw)
             elif name == "require_layers":
-                values["require_layers"] = frozenset(LAYERS) if raw.strip() == "all" else _comma_list(raw)
+                values["require_layers"] = (
+                    frozenset(LAYERS) if raw.strip() == "all" else _comma_list(raw)
+                )
             elif name == "start_timeout_s":
                 values["start_timeout_s"] = _parse_number(key, raw, "float")
             elif name == "recycle_after_episodes":
@@ -206,7 +226,9 @@ class SandboxConfig:
                     f"unknown environment variable {key}; see the spade-sandbox README for the known ones"
                 )
         if extra:
-            values["allowed_imports"] = values.get("allowed_imports", DEFAULT_ALLOWED_IMPORTS) | extra
+            values["allowed_imports"] = (
+                values.get("allowed_imports", DEFAULT_ALLOWED_IMPORTS) | extra
+            )
         return cls(limits=Limits(**limits), backend_options=options, **values)
 
 

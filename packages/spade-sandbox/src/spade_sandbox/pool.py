@@ -94,7 +94,9 @@ class SandboxPool:
                 try:
                     self._zygote = get_backend(self.config.backend).start_zygote(self.config)
                 except SandboxError as exc:
-                    log.warning("spade-sandbox pool: no fork server (%s); starting workers one by one", exc)
+                    log.warning(
+                        "spade-sandbox pool: no fork server (%s); starting workers one by one", exc
+                    )
                     self._use_zygote = False
             zygote = self._zygote
         if zygote is None:
@@ -120,7 +122,9 @@ class SandboxPool:
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
         """Block until all `size` spares are started (benchmarks, tests); False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: self._closed or len(self._spares) >= self.size, timeout_s)
+            return self._cond.wait_for(
+                lambda: self._closed or len(self._spares) >= self.size, timeout_s
+            )
 
     def open_env(
         self,

@@ -32,7 +32,12 @@ SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
 NOBODY = 65534
 # Variables the child gets; nothing is inherited from the host.
-SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+SCRUBBED_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "PYTHONHASHSEED": "0",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
 
 
 def interpreter() -> tuple[str, str]:
@@ -47,7 +52,16 @@ def bwrap_status() -> tuple[str | None, str]:
     if path is None:
         return None, "unavailable: bubblewrap is not installed (apt-get install bubblewrap)"
     python, _ = interpreter()
-    argv = [path, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(tempfile.gettempdir()), "--", python, "-S", "-c", "pass"]
+    argv = [
+        path,
+        *_bwrap_flags(os.getuid() == 0),
+        *_bwrap_mounts(tempfile.gettempdir()),
+        "--",
+        python,
+        "-S",
+        "-c",
+        "pass",
+    ]
     try:
         probe = subprocess.run(argv, capture_output=True, text=True, timeout=20, env=SCRUBBED_ENV)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -60,7 +74,13 @@ def bwrap_status() -> tuple[str | None, str]:
 def _bwrap_flags(as_root: bool) -> list[str]:
     # As root there is no user namespace: the worker drops to the real uid 65534 itself,
     # which a user namespace would map back to root outside.
-    ns = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    ns = [
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
     if not as_root:
         ns = ["--unshare-all"]
     return [*ns, "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv",
@@ -93,7 +113,15 @@ def _bwrap_mounts(work_dir: str) -> list[str]:
 class ProcessWorker(FramedWorker):
     """One worker process (bwrap + interpreter) and its private work dir and stderr file."""
 
-    def __init__(self, proc: subprocess.Popen, request_fd: int, reply_fd: int, work_dir: str, stderr_file, via_bwrap: bool) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        request_fd: int,
+        reply_fd: int,
+        work_dir: str,
+        stderr_file,
+        via_bwrap: bool,
+    ) -> None:
         super().__init__(request_fd, reply_fd, work_dir)
         self.proc = proc
         self.stderr_file = stderr_file
@@ -140,7 +168,8 @@ class ProcessBackend:
         return {
             "namespaces": ns_state,
             "scrubbed_env": "active: only " + ", ".join(sorted(SCRUBBED_ENV)),
-            "private_workdir": "active: a fresh 0700 directory per worker" + (", mounted at /work" if path else ""),
+            "private_workdir": "active: a fresh 0700 directory per worker"
+            + (", mounted at /work" if path else ""),
         }
 
     def start(self, config: SandboxConfig) -> ProcessWorker:
@@ -174,8 +203,13 @@ class ProcessBackend:
         finally:
             os.close(req_r)  # the child's ends
             os.close(rep_w)
-        worker = ProcessWorker(proc, req_w, rep_r, work_dir, stderr_file, via_bwrap=bwrap is not None)
-        worker.layers = {**self.host_layers(config), **send_init(worker, config, inner_work, read_paths)}
+        worker = ProcessWorker(
+            proc, req_w, rep_r, work_dir, stderr_file, via_bwrap=bwrap is not None
+        )
+        worker.layers = {
+            **self.host_layers(config),
+            **send_init(worker, config, inner_work, read_paths),
+        }
         return worker
 
     def start_zygote(self, config: SandboxConfig) -> Zygote:
@@ -183,7 +217,9 @@ class ProcessBackend:
         return Zygote(config, self.host_layers(config))
 
 
-def send_init(worker: FramedWorker, config: SandboxConfig, work_dir: str, read_paths: list[str]) -> dict[str, str]:
+def send_init(
+    worker: FramedWorker, config: SandboxConfig, work_dir: str, read_paths: list[str]
+) -> dict[str, str]:
     """Send `init` (the worker applies its layers); the layers it reports. Closes it on failure."""
     init = {
         "op": "init",
@@ -223,7 +259,10 @@ class Zygote:
         if bwrap:
             argv = [bwrap, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(self.work_root), "--", python, "-S", "-B",
                     f"{SANDBOX_WORKER_DIR}/worker.py", "--zygote"]  # fmt: skip
-            self.inner_root, self.read_paths = SANDBOX_WORK_DIR, [prefix, "/usr", SANDBOX_WORKER_DIR]
+            self.inner_root, self.read_paths = (
+                SANDBOX_WORK_DIR,
+                [prefix, "/usr", SANDBOX_WORKER_DIR],
+            )
         else:
             argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py"), "--zygote"]
             self.inner_root, self.read_paths = self.work_root, [prefix, "/usr", WORKER_DIR]
@@ -251,7 +290,9 @@ class Zygote:
         self._ready = False
         self.alive = True
         self._send_lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read_events, name="spade-sandbox-zygote", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_events, name="spade-sandbox-zygote", daemon=True
+        )
         self._reader.start()
         self._send({"op": "preload", "allowed_imports": sorted(config.allowed_imports)})
         with self._cond:
@@ -259,7 +300,9 @@ class Zygote:
             ok = self._ready
         if not ok:
             self.close()
-            raise InfrastructureError("the sandbox zygote did not start; run `spade-sandbox doctor`")
+            raise InfrastructureError(
+                "the sandbox zygote did not start; run `spade-sandbox doctor`"
+            )
 
     def _send(self, message: dict, fds: list[int] | None = None) -> None:
         with self._send_lock:
@@ -295,12 +338,17 @@ class Zygote:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            self._send({"op": "fork", "id": n, "work_dir": os.path.join(self.inner_root, str(n))}, [req_r, rep_w])
+            self._send(
+                {"op": "fork", "id": n, "work_dir": os.path.join(self.inner_root, str(n))},
+                [req_r, rep_w],
+            )
         finally:
             os.close(req_r)
             os.close(rep_w)
         with self._cond:
-            self._cond.wait_for(lambda: n in self._forked or not self.alive, self.config.start_timeout_s)
+            self._cond.wait_for(
+                lambda: n in self._forked or not self.alive, self.config.start_timeout_s
+            )
             pid = self._forked.pop(n, None)
         if pid is None:
             os.close(req_w)
@@ -308,7 +356,12 @@ class Zygote:
             shutil.rmtree(host_dir, ignore_errors=True)
             raise InfrastructureError("the sandbox zygote did not fork a worker")
         worker = ZygoteWorker(self, pid, req_w, rep_r, host_dir)
-        worker.layers = {**self.layers, **send_init(worker, self.config, os.path.join(self.inner_root, str(n)), self.read_paths)}
+        worker.layers = {
+            **self.layers,
+            **send_init(
+                worker, self.config, os.path.join(self.inner_root, str(n)), self.read_paths
+            ),
+        }
         return worker
 
     def kill(self, pid: int) -> None:
@@ -341,7 +394,9 @@ class Zygote:
 class ZygoteWorker(FramedWorker):
     """A worker forked by a `Zygote`; killed and reaped through it."""
 
-    def __init__(self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str) -> None:
+    def __init__(
+        self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str
+    ) -> None:
         super().__init__(request_fd, reply_fd, work_dir)
         self.zygote = zygote
         self.pid = pid

@@ -139,13 +139,17 @@ class FramedWorker:
                 reply = self._replies.read(reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline)
             except TimeoutError:
                 self._die()
-                raise SandboxTimeout(f"{message.get('op')} did not finish within {timeout_s:g} s (Limits.call_wall_s)") from None
+                raise SandboxTimeout(
+                    f"{message.get('op')} did not finish within {timeout_s:g} s (Limits.call_wall_s)"
+                ) from None
             except wire.FrameError as exc:
                 if exc.kind == "eof":
                     raise self._death_error(message.get("op")) from None
                 self._die()
                 if exc.kind == "too_large":
-                    raise OutputTooLarge(f"{message.get('op')} reply: {exc} (Limits.max_output_kib)") from None
+                    raise OutputTooLarge(
+                        f"{message.get('op')} reply: {exc} (Limits.max_output_kib)"
+                    ) from None
                 raise ProtocolError(f"{message.get('op')} reply: {exc}") from None
             except (TypeError, ValueError) as exc:  # the request itself is not JSON
                 raise TypeError(f"cannot send {message.get('op')} request: {exc}") from None
@@ -156,7 +160,9 @@ class FramedWorker:
                 or self._replies.pending
             ):
                 self._die()
-                raise ProtocolError(f"{message.get('op')}: the worker sent a malformed, out-of-order or unsolicited reply")
+                raise ProtocolError(
+                    f"{message.get('op')}: the worker sent a malformed, out-of-order or unsolicited reply"
+                )
             if reply["ok"]:
                 return reply.get("value")
             error = error_for(str(reply.get("reason")), str(reply.get("message", ""))[:8000])
@@ -201,11 +207,19 @@ def describe_exit(status: int | None, when: str, stderr_tail: str = "") -> Sandb
         sig = -status
         name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
         if sig == signal.SIGSYS:
-            return error_for(ReasonCode.FORBIDDEN_SYSCALL, f"the seccomp filter killed the worker {when} (a system call environments may not make){tail}")
+            return error_for(
+                ReasonCode.FORBIDDEN_SYSCALL,
+                f"the seccomp filter killed the worker {when} (a system call environments may not make){tail}",
+            )
         if sig == signal.SIGXCPU:
-            return error_for(ReasonCode.TIMEOUT, f"the worker used up its CPU time {when} (Limits.cpu_s)")
+            return error_for(
+                ReasonCode.TIMEOUT, f"the worker used up its CPU time {when} (Limits.cpu_s)"
+            )
         if sig == signal.SIGXFSZ:
-            return error_for(ReasonCode.OUTPUT_TOO_LARGE, f"the worker wrote a file past Limits.max_file_mib {when}")
+            return error_for(
+                ReasonCode.OUTPUT_TOO_LARGE,
+                f"the worker wrote a file past Limits.max_file_mib {when}",
+            )
         return error_for(ReasonCode.CRASHED, f"the worker was killed by {name} {when}{tail}")
     if status == 70:
         return error_for(
@@ -237,7 +251,9 @@ def get_backend(name: str) -> Backend:
             return _INSTANCES[name]
         factory = _REGISTRY.get(name)
         if factory is None:
-            raise ValueError(f"unknown sandbox backend {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+            raise ValueError(
+                f"unknown sandbox backend {name!r}; registered: {', '.join(sorted(_REGISTRY))}"
+            )
         backend = factory()
         _INSTANCES[name] = backend
         return backend

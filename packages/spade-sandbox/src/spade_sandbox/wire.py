@@ -128,7 +128,9 @@ class FrameReader:
             self._fill(HEADER.size, deadline)
         (size,) = HEADER.unpack_from(self.buffer)
         if size > MAX_FRAME_BYTES:
-            raise FrameError("invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap")
+            raise FrameError(
+                "invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap"
+            )
         if size > max_bytes:
             raise FrameError("too_large", f"reply of {size} bytes exceeds the {max_bytes}-byte cap")
         end = HEADER.size + size
@@ -170,7 +172,9 @@ def read_frame(fd: int, max_bytes: int, deadline: float | None = None) -> object
     """Read one frame and not a byte past it (a loop over one fd is faster with FrameReader)."""
     (size,) = HEADER.unpack(read_exact(fd, HEADER.size, deadline))
     if size > MAX_FRAME_BYTES:
-        raise FrameError("invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap")
+        raise FrameError(
+            "invalid", f"frame header announces {size} bytes, over the {MAX_FRAME_BYTES} cap"
+        )
     if size > max_bytes:
         raise FrameError("too_large", f"reply of {size} bytes exceeds the {max_bytes}-byte cap")
     return decode(read_exact(fd, size, deadline))
@@ -185,7 +189,9 @@ def check_json(value: object, what: str, max_bytes: int) -> object:
     except RecursionError:
         raise ValueCheckError("bad_return", f"{what} is nested too deeply to be JSON") from None
     if len(text) > max_bytes:
-        raise ValueCheckError("output_too_large", f"{what} is {len(text)} bytes, over the {max_bytes}-byte cap")
+        raise ValueCheckError(
+            "output_too_large", f"{what} is {len(text)} bytes, over the {max_bytes}-byte cap"
+        )
     return value
 
 
@@ -210,21 +216,35 @@ def check_reset(value: object, max_bytes: int, decoded: bool = False) -> list:
     `decoded=True` (the host) skips the JSON round trip of `info`: it just came out of a
     size-capped frame, so it is JSON data already."""
     if not isinstance(value, (tuple, list)) or len(value) != 2:
-        shape = f"a {type(value).__name__} of length {len(value)}" if isinstance(value, (tuple, list)) else type(value).__name__
+        shape = (
+            f"a {type(value).__name__} of length {len(value)}"
+            if isinstance(value, (tuple, list))
+            else type(value).__name__
+        )
         raise ValueCheckError("bad_return", f"reset() must return (observation, info), got {shape}")
-    return [_check_text(value[0], "reset() observation", max_bytes), _check_info(value[1], "reset() info", max_bytes, decoded)]
+    return [
+        _check_text(value[0], "reset() observation", max_bytes),
+        _check_info(value[1], "reset() info", max_bytes, decoded),
+    ]
 
 
 def check_step(value: object, max_bytes: int, decoded: bool = False) -> list:
     """Validate `step()`'s return: (obs: str, reward: finite number, terminated: bool, truncated: bool, info: dict)."""
     if not isinstance(value, (tuple, list)) or len(value) != 5:
-        shape = f"a {type(value).__name__} of length {len(value)}" if isinstance(value, (tuple, list)) else type(value).__name__
+        shape = (
+            f"a {type(value).__name__} of length {len(value)}"
+            if isinstance(value, (tuple, list))
+            else type(value).__name__
+        )
         raise ValueCheckError(
-            "bad_return", f"step() must return (observation, reward, terminated, truncated, info), got {shape}"
+            "bad_return",
+            f"step() must return (observation, reward, terminated, truncated, info), got {shape}",
         )
     obs, reward, terminated, truncated, info = value
     if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-        raise ValueCheckError("bad_return", f"step() reward must be a number, got {type(reward).__name__}")
+        raise ValueCheckError(
+            "bad_return", f"step() reward must be a number, got {type(reward).__name__}"
+        )
     try:
         reward = float(reward)
     except OverflowError:
@@ -233,7 +253,9 @@ def check_step(value: object, max_bytes: int, decoded: bool = False) -> list:
         raise ValueCheckError("bad_return", f"step() reward must be finite, got {reward}")
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if type(flag) is not bool:
-            raise ValueCheckError("bad_return", f"step() {name} must be a bool, got {type(flag).__name__}")
+            raise ValueCheckError(
+                "bad_return", f"step() {name} must be a bool, got {type(flag).__name__}"
+            )
     return [
         _check_text(obs, "step() observation", max_bytes),
         reward,

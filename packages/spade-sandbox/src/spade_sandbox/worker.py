@@ -118,10 +118,14 @@ class Worker:
         preload(self.allowed)
         work_dir = msg["work_dir"]
         os.chdir(work_dir)
-        layers["unprivileged_uid"] = _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
+        layers["unprivileged_uid"] = (
+            _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
+        )
         _die_with_parent()
         read_paths = [p for p in msg.get("read_paths", []) if os.path.exists(p)]
-        layers["landlock"] = _landlock(work_dir, read_paths) if "landlock" in apply else "unavailable: not requested"
+        layers["landlock"] = (
+            _landlock(work_dir, read_paths) if "landlock" in apply else "unavailable: not requested"
+        )
         layers["rlimits"] = _rlimits(limits) if "rlimits" in apply else "unavailable: not requested"
         layers["seccomp"] = _seccomp() if "seccomp" in apply else "unavailable: not requested"
         self.env_builtins = dict(builtins.__dict__)
@@ -131,7 +135,12 @@ class Worker:
         self.warm_up()
         gc.collect()
         gc.freeze()
-        return {"layers": layers, "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0]}
+        return {
+            "layers": layers,
+            "pid": os.getpid(),
+            "uid": os.getuid(),
+            "python": sys.version.split()[0],
+        }
 
     def warm_up(self) -> None:
         """Go through open/reset/step once on a tiny environment, so the first real call does
@@ -157,7 +166,9 @@ class Worker:
         try:
             code = compile(source, ENV_FILENAME, "exec", dont_inherit=True)
         except SyntaxError as exc:
-            raise _CallError("env_exception", f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
+            raise _CallError(
+                "env_exception", f"SyntaxError: {exc.msg} (line {exc.lineno})"
+            ) from None
         except ValueError as exc:  # e.g. null bytes
             raise _CallError("env_exception", f"ValueError: {exc}") from None
         bad = [name for name in _imported_names(code) if name.partition(".")[0] not in self.allowed]
@@ -178,12 +189,16 @@ class Worker:
         self.stderr.start(self.max_output)
         try:
             value = fn(*args)
-        except _CallError:
+        except (_CallError, wire.ValueCheckError):
             raise
         except MemoryError:
-            raise _CallError("memory", "the environment ran out of memory (Limits.mem_mib)", fatal=True) from None
+            raise _CallError(
+                "memory", "the environment ran out of memory (Limits.mem_mib)", fatal=True
+            ) from None
         except SystemExit as exc:
-            raise _CallError("crashed", f"the environment raised SystemExit({exc.code!r})", fatal=True) from None
+            raise _CallError(
+                "crashed", f"the environment raised SystemExit({exc.code!r})", fatal=True
+            ) from None
         except BaseException as exc:
             self.check_violations()
             raise _CallError("env_exception", _describe(exc)) from None
@@ -196,7 +211,9 @@ class Worker:
             raise _CallError("forbidden_import", self.violations[0], fatal=True)
         if self.stdout.overflow or self.stderr.overflow:
             raise _CallError(
-                "output_too_large", f"the environment printed more than {self.max_output} characters", fatal=True
+                "output_too_large",
+                f"the environment printed more than {self.max_output} characters",
+                fatal=True,
             )
 
     def open(self, msg: dict) -> dict:
@@ -214,23 +231,31 @@ class Worker:
             raise _CallError("protocol_error", "no environment is open in this worker")
         return self.env
 
+    # The checks run inside guarded_call too: subclasses of the returned types can run
+    # environment code (__len__, items(), __float__) while they are inspected.
     def reset(self, msg: dict) -> list:
         env = self.require_env()
-        value = self.guarded_call(lambda: env.reset(seed=msg.get("seed")))
-        return wire.check_reset(value, self.max_output)
+        return self.guarded_call(
+            lambda: wire.check_reset(env.reset(seed=msg.get("seed")), self.max_output)
+        )
 
     def step(self, msg: dict) -> list:
         env = self.require_env()
-        value = self.guarded_call(env.step, msg["action"])
-        return wire.check_step(value, self.max_output)
+        return self.guarded_call(lambda: wire.check_step(env.step(msg["action"]), self.max_output))
 
     def call(self, msg: dict) -> object:
         env = self.require_env()
         name = msg["method"]
-        if not isinstance(name, str) or name.startswith("_") or not callable(getattr(env, name, None)):
-            raise _CallError("env_exception", f"AttributeError: the environment has no public method {name!r}")
-        value = self.guarded_call(getattr(env, name), *msg.get("args", []))
-        return wire.check_json(value, f"{name}() result", self.max_output)
+        public = isinstance(name, str) and not name.startswith("_")
+        method = self.guarded_call(getattr, env, name, None) if public else None
+        if not callable(method):
+            raise _CallError(
+                "env_exception", f"AttributeError: the environment has no public method {name!r}"
+            )
+        args = msg.get("args", [])
+        return self.guarded_call(
+            lambda: wire.check_json(method(*args), f"{name}() result", self.max_output)
+        )
 
     def exec_script(self, msg: dict) -> dict:
         returncode = 0
@@ -317,14 +342,31 @@ class Worker:
             except wire.ValueCheckError as exc:
                 answer = {"id": rid, "ok": False, "reason": exc.kind, "message": str(exc)}
             except MemoryError:
-                answer = {"id": rid, "ok": False, "reason": "memory", "message": "the worker ran out of memory"}
+                answer = {
+                    "id": rid,
+                    "ok": False,
+                    "reason": "memory",
+                    "message": "the worker ran out of memory",
+                }
                 fatal = True
             except (KeyError, TypeError) as exc:
-                answer = {"id": rid, "ok": False, "reason": "protocol_error", "message": f"malformed request: {exc!r}"}
+                answer = {
+                    "id": rid,
+                    "ok": False,
+                    "reason": "protocol_error",
+                    "message": f"malformed request: {exc!r}",
+                }
             try:
                 frame = wire.encode(answer)
             except (TypeError, ValueError, wire.FrameError) as exc:
-                frame = wire.encode({"id": rid, "ok": False, "reason": "bad_return", "message": f"reply is not JSON: {exc}"})
+                frame = wire.encode(
+                    {
+                        "id": rid,
+                        "ok": False,
+                        "reason": "bad_return",
+                        "message": f"reply is not JSON: {exc}",
+                    }
+                )
             self.reply(frame)
             if fatal:
                 os._exit(0)
@@ -394,7 +436,9 @@ def _pick_class(module: types.ModuleType, class_name: str | None) -> type:
     if class_name is not None:
         cls = module.__dict__.get(class_name)
         if not isinstance(cls, type):
-            raise _CallError("env_exception", f"LookupError: the source defines no class {class_name!r}")
+            raise _CallError(
+                "env_exception", f"LookupError: the source defines no class {class_name!r}"
+            )
         return cls
     found = [
         obj
@@ -467,7 +511,9 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
     import ctypes
 
     if os.uname().machine != "x86_64":
-        return f"unavailable: system call numbers are only known for x86_64, not {os.uname().machine}"
+        return (
+            f"unavailable: system call numbers are only known for x86_64, not {os.uname().machine}"
+        )
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     abi = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
@@ -488,7 +534,12 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
             attr.append(0)
         attr.append(1 | 2)  # scoped: abstract unix sockets, signals to processes outside
     buf = (ctypes.c_uint64 * len(attr))(*attr)
-    ruleset = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(buf), ctypes.c_size_t(ctypes.sizeof(buf)), ctypes.c_uint32(0))
+    ruleset = libc.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET,
+        ctypes.byref(buf),
+        ctypes.c_size_t(ctypes.sizeof(buf)),
+        ctypes.c_uint32(0),
+    )
     if ruleset < 0:
         return f"unavailable: landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
 
@@ -501,7 +552,9 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 # Files (not directories) take only file rights.
-                rule = PathBeneath(access if os.path.isdir(path) else access & (1 | 2 | 4 | (1 << 14)), fd)
+                rule = PathBeneath(
+                    access if os.path.isdir(path) else access & (1 | 2 | 4 | (1 << 14)), fd
+                )
                 if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
                     return f"unavailable: landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
             finally:
@@ -512,7 +565,9 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
             return f"unavailable: landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
     finally:
         os.close(ruleset)
-    extra = (", no TCP bind/connect" if abi >= 4 else "") + (", signals only inside its domain" if abi >= 6 else "")
+    extra = (", no TCP bind/connect" if abi >= 4 else "") + (
+        ", signals only inside its domain" if abi >= 6 else ""
+    )
     return f"active: ABI {abi}, reads only system and interpreter dirs, writes only its work dir{extra}"
 
 
@@ -578,7 +633,9 @@ def _seccomp() -> str:
     import struct
 
     if os.uname().machine != "x86_64":
-        return f"unavailable: system call numbers are only known for x86_64, not {os.uname().machine}"
+        return (
+            f"unavailable: system call numbers are only known for x86_64, not {os.uname().machine}"
+        )
     prog = seccomp_program(os.getpid())
     raw = b"".join(struct.pack("=HBBI", *insn) for insn in prog)
     buf = ctypes.create_string_buffer(raw, len(raw))
