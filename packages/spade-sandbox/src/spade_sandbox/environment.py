@@ -46,7 +46,7 @@ def check_layers(worker: WorkerHandle, config: SandboxConfig) -> WorkerHandle:
         name: state for name, state in worker.layers.items() if not state.startswith("active")
     }
     missing = sorted(
-        config.require_layers & (set(inactive) | (config.require_layers - set(worker.layers)))
+        n for n in config.require_layers if not worker.layers.get(n, "").startswith("active")
     )
     if missing:
         worker.close()
