@@ -1,7 +1,6 @@
 import json
 
 import pytest
-
 from spade_corpus.grounding import GroundingError, GroundingSampler, sample_corpus_path
 
 

@@ -1,7 +1,6 @@
 import json
 
 import pytest
-
 from spade_corpus.memory import EnvironmentMemory, MemoryEntry, code_excerpt
 
 

@@ -3,9 +3,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import GUESS_HINT, GUESS_SOURCE
-
 import spade_envs as se
+from conftest import GUESS_HINT, GUESS_SOURCE
 
 
 @pytest.mark.parametrize(
@@ -32,7 +31,7 @@ def spec(factory, **kw):
 
 def binary_search_agent(messages):
     low, high = 1, 50
-    for prev, nxt in zip(messages, messages[1:]):
+    for prev, nxt in zip(messages, messages[1:], strict=False):
         if prev["role"] == "assistant":
             guess = int(se.parse_action(prev["content"]).action[7:-1])
             if nxt["content"].startswith("Higher"):

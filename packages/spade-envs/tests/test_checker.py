@@ -1,7 +1,6 @@
 import pytest
-from conftest import GUESS_HINT, GUESS_SOURCE, broken
-
 import spade_envs as se
+from conftest import GUESS_HINT, GUESS_SOURCE, broken
 
 
 def test_a_good_environment_passes_and_reports_what_was_played(guess_factory):

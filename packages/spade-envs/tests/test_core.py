@@ -1,7 +1,6 @@
 import math
 
 import pytest
-
 import spade_envs as se
 
 

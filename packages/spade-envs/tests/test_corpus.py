@@ -4,9 +4,8 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import GUESS_HINT, GUESS_SOURCE
-
 import spade_envs as se
+from conftest import GUESS_HINT, GUESS_SOURCE
 
 
 def make_records(n=3):

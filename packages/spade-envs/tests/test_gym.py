@@ -1,9 +1,8 @@
 import gymnasium
 import pytest
+import spade_envs as se
 from conftest import GUESS_HINT, GUESS_SOURCE
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
-
-import spade_envs as se
 
 
 def example_ids():

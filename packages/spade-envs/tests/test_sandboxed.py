@@ -1,9 +1,8 @@
 """spade-envs through spade-sandbox's public interface (the `sandbox` extra)."""
 
 import pytest
-from conftest import GUESS_HINT, GUESS_SOURCE
-
 import spade_envs as se
+from conftest import GUESS_HINT, GUESS_SOURCE
 
 spade_sandbox = pytest.importorskip("spade_sandbox", reason="the sandbox extra (spade-sandbox) is not installed")
 

@@ -39,7 +39,7 @@ def main() -> int:
         agent = se.RandomAgent(seed=0)
         results = se.run_episodes(
             [se.EpisodeSpec(factory, seed=s, env_id=rec.id, max_turns=rec.max_turns) for s in range(EPISODES)],
-            lambda batch: [agent(m) for m in batch],
+            lambda batch, agent=agent: [agent(m) for m in batch],
         )
         wins = sum(r.won for r in results) / EPISODES
         rec = se.EnvRecord(**{**rec.__dict__, "difficulty": {"random_agent_win_rate": wins, "episodes": EPISODES}})

@@ -22,7 +22,14 @@ from .chat import (
     run_episodes,
     write_transcript,
 )
-from .checker import REASON_CODES, CheckReport, check_env, check_step_result, play_actions, solution_actions
+from .checker import (
+    REASON_CODES,
+    CheckReport,
+    check_env,
+    check_step_result,
+    play_actions,
+    solution_actions,
+)
 from .core import (
     ALLOWED_IMPORTS,
     DEFAULT_MAX_TURNS,

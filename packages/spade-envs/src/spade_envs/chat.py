@@ -274,7 +274,7 @@ def run_episodes(
             for ep in live:
                 ep.fail("agent", exc)
             break
-        for ep, reply in zip(live, replies):
+        for ep, reply in zip(live, replies, strict=True):
             if not isinstance(reply, str):
                 ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
             else:

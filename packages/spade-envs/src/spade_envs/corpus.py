@@ -323,7 +323,7 @@ def _load_packed(path: Path, rows: list[dict[str, Any]], verify: bool) -> Corpus
     label = path.name
     records = _check_unique(rows, label)
     sources, validation = {}, {}
-    for number, (rec, row) in enumerate(zip(records, rows), 1):
+    for number, (rec, row) in enumerate(zip(records, rows, strict=True), 1):
         source = row.get("source")
         if not isinstance(source, str):
             raise CorpusError(f"{label} line {number} (id {rec.id!r}): missing required field 'source'")
