@@ -18,6 +18,8 @@ import pytest
 import spade_envs as se
 from conftest import GUESS_HINT, GUESS_SOURCE
 
+pytestmark = pytest.mark.timeout(120)  # a child stuck at a prompt must fail the test, not hang the run
+
 MODULE = [sys.executable, "-m", "spade_envs.cli"]
 SMALL_SOURCE = GUESS_SOURCE.replace("high=50", "high=8")
 CRASH_SOURCE = GUESS_SOURCE.replace("guess = int(found[-1])", "guess = int(found[-1]) // 0")
@@ -314,11 +316,13 @@ class Terminal:
     def send(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 
-    def close(self) -> int:
+    def close(self, timeout: float = 20.0) -> int:
+        """Drain the output until the child exits; fails if it is still running after ``timeout``."""
+        deadline = time.monotonic() + timeout
         try:
-            while self._read(0.5) and self.proc.poll() is None:
+            while self.proc.poll() is None and time.monotonic() < deadline and self._read(0.5):
                 pass
-            return self.proc.wait(timeout=20)
+            return self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
