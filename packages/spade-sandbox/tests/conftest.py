@@ -3,6 +3,7 @@ the deeper layers, and host-side accounting (child processes, open fds)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import textwrap
 
@@ -130,4 +131,5 @@ def descendants() -> set[int]:
 
 
 def open_fds() -> int:
+    gc.collect()  # sockets and pipes only garbage holds would otherwise close mid-test
     return len(os.listdir("/proc/self/fd"))

@@ -32,7 +32,7 @@ def no_leftovers():
         time.sleep(0.05)
     left = {pid: open(f"/proc/{pid}/cmdline").read().replace("\0", " ") for pid in descendants()}
     assert left == {}, "sandbox processes were left behind"
-    assert open_fds() == fds_before, "file descriptors leaked"
+    assert open_fds() <= fds_before, "file descriptors leaked"
 
 
 @pytest.fixture(scope="module", params=["direct", "pooled"])

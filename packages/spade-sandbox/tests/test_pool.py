@@ -25,7 +25,7 @@ def test_pool_keeps_spares_and_serves_fresh_workers(config):
         envs[0].close()
     assert all(repr(env).endswith("closed>") for env in envs)
     assert child_pids() == children
-    assert open_fds() == fds
+    assert open_fds() <= fds
 
 
 def test_state_does_not_leak_between_environments_of_a_pool(config):
