@@ -58,7 +58,8 @@ def engine():
         pytest.skip(
             f"image {DEFAULT_IMAGE} not built: run packages/spade-sandbox/docker/build-image.sh"
         )
-    return client
+    yield client
+    client.close()  # now, not whenever it is collected (that would move other modules' fd counts)
 
 
 def worker_containers(client, owner: str) -> list[dict]:
