@@ -58,10 +58,12 @@ from .errors import (
     ChecksumError,
     ContractError,
     CorpusError,
+    GemUnavailableError,
     SandboxUnavailableError,
     SourceError,
     SpadeEnvsError,
 )
+from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
 from .registry import NAMESPACE, make_corpus_env, register_corpus
 from .registry import _register_example as _register_example
@@ -91,4 +93,7 @@ __all__ = [
     "sha256_text", "RECORD_SCHEMA",
     # errors
     "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
+    "GemUnavailableError",
+    # GEM adapter (optional extra)
+    "GemFactory", "GemEnvironment", "gem_env_ids",
 ]

@@ -20,7 +20,14 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat import EpisodeSpec, OpenAIChatAgent, RandomAgent, ReplayAgent, run_episodes, write_transcript
+from .chat import (
+    EpisodeSpec,
+    OpenAIChatAgent,
+    RandomAgent,
+    ReplayAgent,
+    run_episodes,
+    write_transcript,
+)
 from .core import episode_return, with_hint
 from .corpus import Corpus, load_corpus
 from .errors import SpadeEnvsError

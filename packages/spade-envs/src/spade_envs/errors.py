@@ -13,6 +13,7 @@ __all__ = [
     "CorpusError",
     "ChecksumError",
     "SandboxUnavailableError",
+    "GemUnavailableError",
 ]
 
 
@@ -49,3 +50,7 @@ class ChecksumError(CorpusError):
 
 class SandboxUnavailableError(SpadeEnvsError, ImportError):
     """Sandboxed loading was asked for but spade-sandbox is not installed."""
+
+
+class GemUnavailableError(SpadeEnvsError, ImportError):
+    """A GEM environment was asked for but ``gem-llm`` is not installed."""

@@ -37,13 +37,9 @@ import math
 from typing import Any
 
 from .core import DEFAULT_MAX_TURNS, REWARD_BOUNDS, StepResult
-from .errors import SourceError, SpadeEnvsError
+from .errors import GemUnavailableError, SourceError
 
 __all__ = ["GemUnavailableError", "GemEnvironment", "GemFactory", "import_gem", "gem_env_ids"]
-
-
-class GemUnavailableError(SpadeEnvsError, ImportError):
-    """A GEM environment was asked for but ``gem-llm`` is not installed."""
 
 
 def import_gem() -> Any:
