@@ -218,7 +218,7 @@ def main() -> None:
     args = parser.parse_args()
     from spade_sandbox.docker_backend import DEFAULT_IMAGE
 
-    limits = Limits(call_wall_s=10.0, cpu_s=120)
+    limits = Limits(call_wall_s=10.0, cpu_s=120, max_steps=1_000_000, episode_wall_s=3600.0)
     docker = SandboxConfig(backend="docker", limits=limits, start_timeout_s=60.0)
     process = SandboxConfig(limits=limits)
     print(
