@@ -432,3 +432,22 @@ def test_containers_of_a_host_that_died_are_removed(engine):
     )  # busy: stdin EOF alone does not stop it
     assert remove_leftover_containers() == 1
     assert worker_containers(engine, owner) == []
+
+
+def test_environments_in_parallel_threads(engine, docker_config):
+    # A trainer drives many environments at once: one engine client, a pump thread each.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def episode(seed: int) -> tuple:
+        with open_env(GAME, config=docker_config) as env:
+            obs, _ = env.reset(seed=seed)
+            answer = env.call("solution")
+            return seed, answer, env.step(answer)[1:3]
+
+    with ThreadPoolExecutor(4) as executor:
+        results = sorted(executor.map(episode, range(6)))
+    with open_env(GAME, config=docker_config.replace(backend="process")) as env:
+        for seed, answer, outcome in results:
+            env.reset(seed=seed)
+            assert answer == env.call("solution") and outcome == (1.0, True)
+    assert our_containers(engine) == []
