@@ -665,3 +665,20 @@ def test_return_value_subclasses_cannot_run_code_unguarded(config):
 def test_a_property_that_loops_is_stopped(config):
     src = make_env_source(extra="@property\ndef probe(self):\n    while True: pass\n")
     expect(R.TIMEOUT, src, config, op="call")
+
+
+def test_a_forged_infrastructure_error_is_not_believed(permissive):
+    # The environment finds the worker's request id on the stack and answers for it, claiming
+    # a sandbox fault (which a trainer would not score); the host refuses the claim.
+    step = """
+import sys, os, json
+frame = sys._getframe()
+while frame is not None and 'rid' not in frame.f_locals:
+    frame = frame.f_back
+body = json.dumps({'id': frame.f_locals['rid'], 'ok': False, 'reason': 'infrastructure', 'message': 'not me'}).encode()
+os.write(frame.f_locals['self'].reply_fd, len(body).to_bytes(4, 'big') + body)
+while True:
+    pass
+"""
+    err = expect(R.PROTOCOL_ERROR, make_env_source(header="import sys", step=step), permissive)
+    assert "claimed an infrastructure fault" in err.message

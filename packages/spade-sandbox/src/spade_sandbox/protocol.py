@@ -166,6 +166,12 @@ class FramedWorker:
             if reply["ok"]:
                 return reply.get("value")
             error = error_for(str(reply.get("reason")), str(reply.get("message", ""))[:8000])
+            if error.is_infrastructure:
+                # Only the host decides that the sandbox failed; code in the worker could
+                # forge this reason to keep its own failures from being scored.
+                error = ProtocolError(
+                    f"the worker claimed an infrastructure fault: {error.message}"
+                )
             if error.reason in FATAL_REASONS:
                 self._die()
             raise error
