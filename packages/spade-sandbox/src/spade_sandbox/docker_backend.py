@@ -29,6 +29,7 @@ Backend options (`SandboxConfig.backend_options`, or `SPADE_SANDBOX_OPT_<NAME>`)
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -368,16 +369,7 @@ class DockerBackend:
         limits = config.limits
         memory = f"{_memory_mib(config, options)}m"
         tmpfs_flags = f"rw,nosuid,nodev,noexec,uid={NOBODY},gid={NOBODY},mode=0700"
-        with open(os.path.join(WORKER_DIR, "wire.py"), encoding="utf-8") as f:
-            wire_source = f.read()
-        with open(os.path.join(WORKER_DIR, "worker.py"), encoding="utf-8") as f:
-            worker_source = f.read()
-        for name, text in (("wire.py", wire_source), ("worker.py", worker_source)):
-            if len(text.encode()) >= MAX_ARG_BYTES:
-                raise InfrastructureError(
-                    f"{name} is {len(text.encode())} bytes, over the {MAX_ARG_BYTES} a command-line "
-                    "argument may hold; the Docker backend passes it to the container that way"
-                )
+        wire_source, worker_source = _worker_sources()
         try:
             container = client.containers.create(
                 options.image,
@@ -402,9 +394,8 @@ class DockerBackend:
                 oom_score_adj=1000,  # under host memory pressure the kernel kills sandboxes first
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges", "seccomp=" + json.dumps(seccomp_profile())],
-                log_config=docker.types.LogConfig(
-                    type="none"
-                ),  # stderr must not fill the engine's disk
+                # No log driver: a flood on stderr must not fill the engine's disk.
+                log_config=docker.types.LogConfig(type="none"),
             )
         except docker.errors.APIError as exc:
             raise InfrastructureError(
@@ -444,6 +435,22 @@ class DockerBackend:
             ) from None
         worker.layers = _merge_layers(self.host_layers(config), value["layers"])
         return worker
+
+
+@functools.lru_cache(maxsize=1)
+def _worker_sources() -> tuple[str, str]:
+    """The text of wire.py and worker.py, checked to fit in one command-line argument each."""
+    sources = []
+    for name in ("wire.py", "worker.py"):
+        with open(os.path.join(WORKER_DIR, name), encoding="utf-8") as f:
+            text = f.read()
+        if len(text.encode()) >= MAX_ARG_BYTES:
+            raise InfrastructureError(
+                f"{name} is {len(text.encode())} bytes, over the {MAX_ARG_BYTES} a command-line "
+                "argument may hold; the Docker backend passes it to the container that way"
+            )
+        sources.append(text)
+    return sources[0], sources[1]
 
 
 def _memory_mib(config: SandboxConfig, options: DockerOptions) -> int:
