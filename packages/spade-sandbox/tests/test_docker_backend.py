@@ -301,6 +301,24 @@ def test_root_is_read_only_and_work_dir_writable(bare):
     assert out.splitlines() == ["/etc/x 30", "/usr/x 30", "/x 30", "/opt/x 30", "/work ok"]
 
 
+def test_ordinary_file_and_process_calls_pass_the_profile(bare):
+    # The allow-list must not break ordinary standard-library code.
+    out = script(
+        "import os, shutil, tempfile, time, threading, select, random, hashlib\n"
+        "open('a.txt', 'w').write('x' * 1000)\n"
+        "shutil.copy2('a.txt', 'b.txt'); shutil.copytree('.', '/tmp/tree'); os.chmod('b.txt', 0o600)\n"
+        "os.utime('b.txt', (1, 2)); os.symlink('a.txt', 'c.txt'); os.rename('c.txt', 'd.txt')\n"
+        "with tempfile.TemporaryDirectory() as d:\n    open(os.path.join(d, 'f'), 'w').write('y')\n"
+        "t = threading.Thread(target=time.sleep, args=(0.01,)); t.start(); t.join()\n"
+        "r, w = os.pipe(); os.write(w, b'z'); select.select([r], [], [], 1)\n"
+        "print(os.stat('b.txt').st_mtime, oct(os.stat('b.txt').st_mode & 0o777), os.readlink('d.txt'),"
+        " len(os.listdir('/tmp/tree')), os.times().user >= 0, len(random.SystemRandom().randbytes(8)),"
+        " hashlib.sha256(b'').hexdigest()[:8], os.cpu_count() >= 1)\n",
+        bare.replace(allowed_imports=bare.allowed_imports | {"shutil", "tempfile", "select"}),
+    )
+    assert out == "2.0 0o600 a.txt 2 True 8 e3b0c442 True\n"
+
+
 def test_unprivileged_without_capabilities(bare):
     out = script(
         "import os\n"

@@ -77,14 +77,17 @@ SECCOMP_ALLOWED: dict[str, str] = {
     "statfs access faccessat faccessat2 readlink readlinkat getdents getdents64 getcwd chdir fchdir "
     "mkdir mkdirat rmdir unlink unlinkat rename renameat renameat2 ftruncate truncate fsync "
     "fdatasync fcntl flock dup dup2 dup3 pipe pipe2 ioctl umask fadvise64 copy_file_range sendfile",
+    "file metadata (shutil.copy2 and friends; no capability, so only the sandbox's own files)": "chmod "
+    "fchmod fchmodat utime utimes utimensat futimesat link linkat symlink symlinkat fallocate "
+    "getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr",
     "waiting and time": "poll ppoll select pselect6 epoll_create epoll_create1 epoll_ctl epoll_wait "
     "epoll_pwait eventfd eventfd2 nanosleep clock_nanosleep clock_gettime clock_getres gettimeofday "
     "time getitimer setitimer alarm timer_create timer_settime timer_gettime timer_delete",
     "signals": "rt_sigaction rt_sigprocmask rt_sigreturn rt_sigsuspend rt_sigtimedwait sigaltstack "
-    "kill tgkill tkill pause",
+    "kill tgkill tkill pause rt_sigpending",
     "identity and limits (lowering a limit needs no capability)": "getpid getppid getuid geteuid "
     "getgid getegid getresuid getresgid getgroups getpgrp getpgid getsid setsid setpgid getrlimit "
-    "setrlimit prlimit64 getrusage getpriority sysinfo uname getrandom capget",
+    "setrlimit prlimit64 getrusage getpriority sysinfo uname getrandom capget times getcpu",
     "the worker's own Landlock layer": "landlock_create_ruleset landlock_add_rule landlock_restrict_self",
 }
 
