@@ -44,7 +44,6 @@ class SandboxPool:
         self._envs: weakref.WeakSet[SandboxedEnv] = weakref.WeakSet()
         self._cond = threading.Condition()
         self._closed = False
-        self._last_error: SandboxError | None = None
         self._last_take = 0.0
         self._zygote = None
         self._zygote_lock = threading.Lock()
@@ -68,10 +67,9 @@ class SandboxPool:
                     return
             try:
                 worker = self._make_worker()
-            except SandboxError as exc:
+            except Exception as exc:  # the thread must live on; take_worker() reports it
                 log.warning("spade-sandbox pool: could not start a worker: %s", exc)
                 with self._cond:
-                    self._last_error = exc
                     self._cond.wait(1.0)  # back off; take() starts one itself meanwhile
                 continue
             with self._cond:
