@@ -138,3 +138,15 @@ def test_checksum_cli_prints_the_manifest(capsys, corpus_dir):
     assert _cli(add_checksum_arguments, run_checksum, [str(corpus_dir)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "math_modular_chain" in err[0] and "spade-corpus verify" in err[0]
+
+
+def test_verify_reports_a_non_utf8_manifest_line_and_checks_the_rest(corpus_dir):
+    manifest = corpus_dir / "manifest.jsonl"
+    lines = manifest.read_bytes().split(b"\n")
+    lines[4] = b'{"id": "\xff\xfe broken'
+    manifest.write_bytes(b"\n".join(lines))
+    (corpus_dir / "games" / "game_010.py").write_text("changed\n")
+    report = verify(corpus_dir)
+    assert any(p.where == "manifest.jsonl line 5" and "invalid JSON" in p.message for p in report.problems)
+    assert se.load_corpus("example").ids()[9] in report.bad_records()
+    assert report.records == 11
