@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import spade_envs as se
-
 from spade_corpus.checksum import verify
 
 
@@ -33,7 +32,11 @@ def build_corpus(root: Path, total_mb: int, file_kb: int) -> Path:
         template = example.records[index % len(example.records)]
         env_id = f"{template.id}_{index:06d}"
         sources[env_id] = f"# generated copy {index}\n" + body
-        records.append(se.EnvRecord.from_dict({**template.to_dict(), "id": env_id, "file": "", "sha256": "0" * 64}))
+        records.append(
+            se.EnvRecord.from_dict(
+                {**template.to_dict(), "id": env_id, "file": "", "sha256": "0" * 64}
+            )
+        )
     return se.write_corpus(root / "corpus", records, sources)
 
 
@@ -49,8 +52,12 @@ def best_time(action, repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=256, help="megabytes of game files (default 256)")
-    parser.add_argument("--file-kb", type=int, default=128, help="size of one game file in KB (default 128)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each, best kept (default 3)")
+    parser.add_argument(
+        "--file-kb", type=int, default=128, help="size of one game file in KB (default 128)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="timed runs of each, best kept (default 3)"
+    )
     args = parser.parse_args()
     if shutil.which("sha256sum") is None:
         raise SystemExit("bench_checksum: sha256sum not found; install GNU coreutils")
@@ -58,7 +65,9 @@ def main() -> None:
         corpus = build_corpus(Path(temp), args.mb, args.file_kb)
 
         def run_sha256sum() -> None:
-            subprocess.run(["sha256sum", "-c", "--quiet", "checksums.sha256"], cwd=corpus, check=True)
+            subprocess.run(
+                ["sha256sum", "-c", "--quiet", "checksums.sha256"], cwd=corpus, check=True
+            )
 
         report = verify(corpus)
         assert report.ok, report.problems[:3]
@@ -66,7 +75,9 @@ def main() -> None:
         megabytes = report.bytes_hashed / 1e6
         baseline = best_time(run_sha256sum, args.repeat)
         ours = best_time(lambda: verify(corpus), args.repeat)
-        print(f"corpus: {report.records} game files, {megabytes:.1f} MB (best of {args.repeat}, page cache warm)")
+        print(
+            f"corpus: {report.records} game files, {megabytes:.1f} MB (best of {args.repeat}, page cache warm)"
+        )
         print(f"sha256sum -c : {baseline:7.3f} s  {megabytes / baseline:8.1f} MB/s")
         print(f"verify()     : {ours:7.3f} s  {megabytes / ours:8.1f} MB/s")
         print(f"ratio verify/sha256sum: {baseline / ours:.2f}x (goal >= 0.80x)")

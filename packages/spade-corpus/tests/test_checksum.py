@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import spade_envs as se
-
 from spade_corpus.checksum import (
     CHUNK_BYTES,
     add_checksum_arguments,
@@ -70,8 +69,14 @@ def test_verify_clean_corpus(corpus_dir):
     report = verify(corpus_dir)
     assert report.ok and report.problems == ()
     assert report.records == 12
-    assert report.files == 15  # 12 games + manifest + validation manifest + summary, each hashed once
-    assert report.bytes_hashed == sum(f.stat().st_size for f in corpus_dir.rglob("*") if f.is_file() and f.name != "checksums.sha256")
+    assert (
+        report.files == 15
+    )  # 12 games + manifest + validation manifest + summary, each hashed once
+    assert report.bytes_hashed == sum(
+        f.stat().st_size
+        for f in corpus_dir.rglob("*")
+        if f.is_file() and f.name != "checksums.sha256"
+    )
 
 
 def test_verify_names_every_bad_record_in_a_directory(corpus_dir):
@@ -124,7 +129,10 @@ def test_verify_cli_exit_codes(corpus_dir, capsys):
         (corpus_dir / rec.file).write_text("# gone\n")
     assert _cli(add_verify_arguments, run_verify, [str(corpus_dir)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert sum(records[2].id in line for line in out) >= 1 and sum(records[9].id in line for line in out) >= 1
+    assert (
+        sum(records[2].id in line for line in out) >= 1
+        and sum(records[9].id in line for line in out) >= 1
+    )
     assert _cli(add_verify_arguments, run_verify, [str(corpus_dir / "nope")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not found" in err[0] and "Traceback" not in err[0]
@@ -147,6 +155,8 @@ def test_verify_reports_a_non_utf8_manifest_line_and_checks_the_rest(corpus_dir)
     manifest.write_bytes(b"\n".join(lines))
     (corpus_dir / "games" / "game_010.py").write_text("changed\n")
     report = verify(corpus_dir)
-    assert any(p.where == "manifest.jsonl line 5" and "invalid JSON" in p.message for p in report.problems)
+    assert any(
+        p.where == "manifest.jsonl line 5" and "invalid JSON" in p.message for p in report.problems
+    )
     assert se.load_corpus("example").ids()[9] in report.bad_records()
     assert report.records == 11

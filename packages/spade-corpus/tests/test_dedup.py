@@ -5,11 +5,32 @@ import json
 
 import pytest
 import spade_envs as se
-
-from spade_corpus.dedup import add_arguments, drop_duplicates, exact_key, find_duplicates, normalize_source, run, structure_tokens
+from spade_corpus.dedup import (
+    add_arguments,
+    drop_duplicates,
+    exact_key,
+    find_duplicates,
+    normalize_source,
+    run,
+    structure_tokens,
+)
 from spade_corpus.pack import read_corpus
 
-CONTRACT_NAMES = {"self", "reset", "step", "solution", "close", "__init__", "max_turns", "kwargs", "seed", "action", "random", "Random", "skill"}
+CONTRACT_NAMES = {
+    "self",
+    "reset",
+    "step",
+    "solution",
+    "close",
+    "__init__",
+    "max_turns",
+    "kwargs",
+    "seed",
+    "action",
+    "random",
+    "Random",
+    "skill",
+}
 
 
 def _bound_names(source: str) -> set[str]:
@@ -34,7 +55,9 @@ class _Renamer(ast.NodeTransformer):
     def new(self, name: str) -> str:
         if name not in self.bound:
             return name
-        return self.names.setdefault(name, f"renamed_{len(self.names)}" + ("Env" if name.endswith("Env") else ""))
+        return self.names.setdefault(
+            name, f"renamed_{len(self.names)}" + ("Env" if name.endswith("Env") else "")
+        )
 
     def generic_visit(self, node):
         for field in ("id", "arg", "attr", "name"):
@@ -57,7 +80,9 @@ def reformat_with_comments(source: str) -> str:
         if stripped.startswith("def "):
             indent = line[: len(line) - len(stripped)]
             lines += ["", f"{indent}# this method was reviewed"]
-        lines.append(line.rstrip() + ("  # trailing note" if stripped.startswith("return ") else ""))
+        lines.append(
+            line.rstrip() + ("  # trailing note" if stripped.startswith("return ") else "")
+        )
     return "\n".join(lines) + "\n\n\n"
 
 
@@ -87,7 +112,10 @@ def test_exact_and_near_duplicates_are_found(example):
     items.append(("reformatted_copy", reformat_with_comments(example.sources[ids[2]])))
     renamed = rename_identifiers(example.sources[ids[5]])
     # the renamed copy still runs and plays the same game
-    assert se.load_env(renamed)().reset(seed=3)[0] == se.load_env(example.sources[ids[5]])().reset(seed=3)[0]
+    assert (
+        se.load_env(renamed)().reset(seed=3)[0]
+        == se.load_env(example.sources[ids[5]])().reset(seed=3)[0]
+    )
     items.append(("renamed_copy", renamed))
     report = find_duplicates(items)
     kinds = {c.kind: c for c in report.clusters}
@@ -110,7 +138,9 @@ def test_threshold_controls_near_duplicates(example):
 
 
 def test_reports_are_reproducible(example):
-    items = [(i, example.sources[i]) for i in example.ids()] + [("copy", rename_identifiers(example.sources[example.ids()[1]]))]
+    items = [(i, example.sources[i]) for i in example.ids()] + [
+        ("copy", rename_identifiers(example.sources[example.ids()[1]]))
+    ]
     first, second = find_duplicates(items), find_duplicates(items)
     assert first == second
     assert find_duplicates(items, seed=7).clusters[0].ids == first.clusters[0].ids
@@ -122,7 +152,10 @@ def test_bad_input_is_refused(example):
     with pytest.raises(ValueError, match="threshold"):
         find_duplicates(example, threshold=1.5)
     # sources that do not parse still get compared
-    assert find_duplicates([("a", "def (:\n  x"), ("b", "def (:\n  x   \n\n")]).clusters[0].kind == "exact"
+    assert (
+        find_duplicates([("a", "def (:\n  x"), ("b", "def (:\n  x   \n\n")]).clusters[0].kind
+        == "exact"
+    )
 
 
 def _cli(argv):
@@ -136,8 +169,13 @@ def test_cli_writes_report_and_deduplicated_corpus(example, tmp_path, capsys):
     sources = dict(example.sources)
     copy = se.EnvRecord.from_dict({**records[4].to_dict(), "id": "copy_of_4", "file": ""})
     sources["copy_of_4"] = rename_identifiers(sources[records[4].id])
-    validation = {**example.validation, "copy_of_4": {"id": "copy_of_4", "valid": True, "reason": None}}
-    corpus_path = se.write_corpus(tmp_path / "dup", [*records, copy], sources, validation=validation, summary=example.summary)
+    validation = {
+        **example.validation,
+        "copy_of_4": {"id": "copy_of_4", "valid": True, "reason": None},
+    }
+    corpus_path = se.write_corpus(
+        tmp_path / "dup", [*records, copy], sources, validation=validation, summary=example.summary
+    )
 
     report_path, deduped = tmp_path / "report.json", tmp_path / "deduped.jsonl"
     assert _cli([str(corpus_path), "--out", str(report_path), "--write-deduped", str(deduped)]) == 0

@@ -4,7 +4,6 @@ import json
 
 import pytest
 import spade_envs as se
-
 from spade_corpus.pack import add_arguments, convert, meta_path, read_corpus, run, write_packed
 
 
@@ -16,14 +15,28 @@ def rich_corpus(tmp_path):
     example = se.load_corpus("example")
     records, sources = [], dict(example.sources)
     for index, record in enumerate(example.records):
-        extra = {"cycle": index, "tags": ["a", index], "meta": {"k": index, "ok": True}, "mixed": index if index % 2 else str(index)}
+        extra = {
+            "cycle": index,
+            "tags": ["a", index],
+            "meta": {"k": index, "ok": True},
+            "mixed": index if index % 2 else str(index),
+        }
         if index % 3 == 0:
             extra["sometimes"] = None if index == 0 else {"x": 1.5}
-        records.append(dataclasses.replace(record, extra=extra))
+        records.append(
+            dataclasses.replace(
+                record, extra=extra, difficulty=None if index == 5 else record.difficulty
+            )
+        )
     sources[records[0].id] = sources[records[0].id].replace("\n", "\r\n") + "# é ✓ \U0001f600\r\n"
-    validation = {**example.validation, "rejected_one": {"id": "rejected_one", "valid": False, "reason": "solution_fails"}}
+    validation = {
+        **example.validation,
+        "rejected_one": {"id": "rejected_one", "valid": False, "reason": "solution_fails"},
+    }
     summary = {**example.summary, "total": 13, "by_reason": {"solution_fails": 1}}
-    path = se.write_corpus(tmp_path / "rich", records, sources, validation=validation, summary=summary)
+    path = se.write_corpus(
+        tmp_path / "rich", records, sources, validation=validation, summary=summary
+    )
     return se.load_corpus(path)
 
 
@@ -47,8 +60,12 @@ def test_round_trip_dir_jsonl_parquet_dir_is_lossless(rich_corpus, tmp_path):
         _assert_same(read_corpus(path), rich_corpus)
     assert _game_bytes(back) == _game_bytes(rich_corpus.path)
     assert b"\r\n" in _game_bytes(back)[rich_corpus.records[0].id]
-    assert (back / "validation_summary.json").read_text() == (rich_corpus.path / "validation_summary.json").read_text()
-    rows = [json.loads(line) for line in (back / "validation_manifest.jsonl").read_text().splitlines()]
+    assert (back / "validation_summary.json").read_text() == (
+        rich_corpus.path / "validation_summary.json"
+    ).read_text()
+    rows = [
+        json.loads(line) for line in (back / "validation_manifest.jsonl").read_text().splitlines()
+    ]
     assert rows[-1]["id"] == "rejected_one"
 
 
@@ -58,7 +75,9 @@ def test_spade_envs_reads_the_packed_files(rich_corpus, tmp_path):
         assert loaded.ids() == rich_corpus.ids()
         assert dict(loaded.sources) == dict(rich_corpus.sources)
         assert [r.difficulty for r in loaded.records] == [r.difficulty for r in rich_corpus.records]
-        assert loaded.validation[rich_corpus.ids()[3]] == rich_corpus.validation[rich_corpus.ids()[3]]
+        assert (
+            loaded.validation[rich_corpus.ids()[3]] == rich_corpus.validation[rich_corpus.ids()[3]]
+        )
         assert loaded.records[2].extra["cycle"] == 2  # a uniform scalar field stays typed
         factory = loaded.factory(loaded.ids()[1])
         observation, _ = factory().reset(seed=0)
@@ -86,7 +105,9 @@ def test_datasets_loads_jsonl_and_parquet(rich_corpus, tmp_path, monkeypatch):
     example = se.load_corpus("example")
     for kind, name in (("json", "c.jsonl"), ("parquet", "c.parquet")):
         path = write_packed(example, tmp_path / name)
-        dataset = datasets.load_dataset(kind, data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))
+        dataset = datasets.load_dataset(
+            kind, data_files=str(path), split="train", cache_dir=str(tmp_path / "cache")
+        )
         assert dataset.num_rows == 12
         assert dataset["id"] == example.ids()
         assert dataset["source"][4] == example.sources[example.ids()[4]]
@@ -135,4 +156,3 @@ def test_cli(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and rows[0]["id"] in err[0]
     assert not (tmp_path / "t2").exists()
-

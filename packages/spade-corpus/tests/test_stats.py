@@ -4,7 +4,6 @@ import statistics
 
 import pytest
 import spade_envs as se
-
 from spade_corpus.stats import add_arguments, corpus_stats, run, write_stats_chart
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -16,14 +15,21 @@ def mixed_corpus(tmp_path):
     example = se.load_corpus("example")
     records = []
     for index, record in enumerate(example.records):
-        difficulty = {**(record.difficulty or {}), "regret": index / 10, "label": "text is ignored", "flag": True}
+        difficulty = {
+            **(record.difficulty or {}),
+            "regret": index / 10,
+            "label": "text is ignored",
+            "flag": True,
+        }
         records.append(se.EnvRecord.from_dict({**record.to_dict(), "difficulty": difficulty}))
     validation = {
         **example.validation,
         "bad_1": {"id": "bad_1", "valid": False, "reason": "solution_fails", "skill": "Math"},
         "bad_2": {"id": "bad_2", "valid": False, "reason": "no_termination"},
     }
-    path = se.write_corpus(tmp_path / "mixed", records, example.sources, validation=validation, summary=example.summary)
+    path = se.write_corpus(
+        tmp_path / "mixed", records, example.sources, validation=validation, summary=example.summary
+    )
     return se.load_corpus(path)
 
 
@@ -34,10 +40,14 @@ def test_example_stats():
     assert stats["total"] == 12 and stats["by_skill"] == {s: 2 for s in sorted(se.SKILLS)}
     assert stats["source_chars"]["min"] == min(sizes) and stats["source_chars"]["max"] == max(sizes)
     assert stats["source_chars"]["total"] == sum(sizes)
-    assert stats["source_lines"]["total"] == sum(len(s.splitlines()) for s in corpus.sources.values())
+    assert stats["source_lines"]["total"] == sum(
+        len(s.splitlines()) for s in corpus.sources.values()
+    )
     assert stats["validation"]["pass_rate"] == 1.0 and stats["validation"]["by_reason"] == {}
     win_rates = [r.difficulty["random_agent_win_rate"] for r in corpus.records]
-    assert stats["difficulty"]["random_agent_win_rate"]["mean"] == pytest.approx(statistics.fmean(win_rates))
+    assert stats["difficulty"]["random_agent_win_rate"]["mean"] == pytest.approx(
+        statistics.fmean(win_rates)
+    )
     assert stats["difficulty"]["episodes"]["min"] == 50
     json.dumps(stats)  # serializable
 

@@ -43,7 +43,12 @@ __all__ = [
 ]
 
 CHUNK_BYTES = 1 << 20
-_DIRECTORY_FILES = ("manifest.jsonl", "validation_manifest.jsonl", "validation_summary.json", "checksums.sha256")
+_DIRECTORY_FILES = (
+    "manifest.jsonl",
+    "validation_manifest.jsonl",
+    "validation_summary.json",
+    "checksums.sha256",
+)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -138,7 +143,10 @@ class VerifyReport:
             "files": self.files,
             "bytes_hashed": self.bytes_hashed,
             "bad_records": self.bad_records(),
-            "problems": [{"where": p.where, "record_id": p.record_id, "message": p.message} for p in self.problems],
+            "problems": [
+                {"where": p.where, "record_id": p.record_id, "message": p.message}
+                for p in self.problems
+            ],
         }
 
 
@@ -173,7 +181,11 @@ class _Checker:
         try:
             record = se.EnvRecord.from_dict(row, where)
         except se.CorpusError as exc:
-            self.problem(where, str(exc).removeprefix(f"{where}: ").removeprefix(f"{where} (id {rid!r}): "), rid if isinstance(rid, str) else None)
+            self.problem(
+                where,
+                str(exc).removeprefix(f"{where}: ").removeprefix(f"{where} (id {rid!r}): "),
+                rid if isinstance(rid, str) else None,
+            )
             return None
         if record.id in seen:
             self.problem(where, f"duplicate id (first at {seen[record.id]})", record.id)
@@ -182,7 +194,9 @@ class _Checker:
         return record
 
     def report(self) -> VerifyReport:
-        return VerifyReport(self.path, self.records, self.files, self.bytes_hashed, tuple(self.problems))
+        return VerifyReport(
+            self.path, self.records, self.files, self.bytes_hashed, tuple(self.problems)
+        )
 
 
 def _jsonl_rows(checker: _Checker, file: Path, label: str) -> list[tuple[int, Any]]:
@@ -202,19 +216,26 @@ def _jsonl_rows(checker: _Checker, file: Path, label: str) -> list[tuple[int, An
         try:
             rows.append((number, json.loads(line)))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            checker.problem(f"{label} line {number}", f"invalid JSON ({getattr(exc, 'msg', 'not UTF-8')}); the line is truncated or corrupt")
+            checker.problem(
+                f"{label} line {number}",
+                f"invalid JSON ({getattr(exc, 'msg', 'not UTF-8')}); the line is truncated or corrupt",
+            )
     return rows
 
 
 def _parse_checksums(checker: _Checker, file: Path) -> dict[str, str]:
     entries: dict[str, str] = {}
-    for number, line in enumerate(file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for number, line in enumerate(
+        file.read_text(encoding="utf-8", errors="replace").splitlines(), 1
+    ):
         if not line.strip():
             continue
         digest, sep, name = line.partition(" ")
         name = name[1:] if name[:1] in (" ", "*") else name
         if not sep or len(digest) != 64 or not name:
-            checker.problem(f"checksums.sha256 line {number}", f"expected '<sha256>  <path>', got {line[:60]!r}")
+            checker.problem(
+                f"checksums.sha256 line {number}", f"expected '<sha256>  <path>', got {line[:60]!r}"
+            )
             continue
         entries[name] = digest.lower()
     return entries
@@ -228,7 +249,9 @@ def _verify_directory(checker: _Checker) -> None:
     checksums_file = path / "checksums.sha256"
     checksums = _parse_checksums(checker, checksums_file) if checksums_file.is_file() else None
     if checksums is None:
-        checker.problem("checksums.sha256", "missing; regenerate it with `spade-corpus pack` (or sha256sum)")
+        checker.problem(
+            "checksums.sha256", "missing; regenerate it with `spade-corpus pack` (or sha256sum)"
+        )
     owner: dict[str, str] = {}
     seen: dict[str, str] = {}
     for number, row in _jsonl_rows(checker, manifest, "manifest.jsonl"):
@@ -244,15 +267,25 @@ def _verify_directory(checker: _Checker) -> None:
         if digest is None:
             checker.problem(record.file, "file is missing or unreadable", record.id)
         elif digest != record.sha256:
-            checker.problem(record.file, f"SHA-256 {digest[:12]}… but the manifest says {record.sha256[:12]}…; the file was modified or truncated", record.id)
+            checker.problem(
+                record.file,
+                f"SHA-256 {digest[:12]}… but the manifest says {record.sha256[:12]}…; the file was modified or truncated",
+                record.id,
+            )
         if checksums is not None and record.file not in checksums:
             checker.problem(record.file, "not listed in checksums.sha256", record.id)
     for name, expected in (checksums or {}).items():
         digest = checker.file_digest(name)
         if digest is None:
-            checker.problem(name, "listed in checksums.sha256 but missing or unreadable", owner.get(name))
+            checker.problem(
+                name, "listed in checksums.sha256 but missing or unreadable", owner.get(name)
+            )
         elif digest != expected:
-            checker.problem(name, "SHA-256 does not match checksums.sha256; the file was modified or truncated", owner.get(name))
+            checker.problem(
+                name,
+                "SHA-256 does not match checksums.sha256; the file was modified or truncated",
+                owner.get(name),
+            )
     for name in ("validation_manifest.jsonl",):
         if (path / name).is_file():
             _jsonl_rows(checker, path / name, name)
@@ -277,7 +310,11 @@ def _verify_rows(checker: _Checker, rows: Iterable[tuple[int, Any]], label: str)
             continue
         checker.bytes_hashed += len(source.encode("utf-8"))
         if se.sha256_text(source) != record.sha256:
-            checker.problem(where, "source SHA-256 does not match its 'sha256' field; the record was modified or truncated", record.id)
+            checker.problem(
+                where,
+                "source SHA-256 does not match its 'sha256' field; the record was modified or truncated",
+                record.id,
+            )
 
 
 def verify(path: str | os.PathLike[str]) -> VerifyReport:
@@ -299,11 +336,15 @@ def verify(path: str | os.PathLike[str]) -> VerifyReport:
         try:
             rows = pq.read_table(corpus_path).to_pylist()
         except Exception as exc:
-            raise se.CorpusError(f"{corpus_path.name}: not a readable Parquet file ({exc})") from None
+            raise se.CorpusError(
+                f"{corpus_path.name}: not a readable Parquet file ({exc})"
+            ) from None
         checker.files = 1
         _verify_rows(checker, enumerate(rows, 1), corpus_path.name)
     else:
-        raise se.CorpusError(f"{corpus_path}: not a corpus; pass a directory, a .jsonl or a .parquet file")
+        raise se.CorpusError(
+            f"{corpus_path}: not a corpus; pass a directory, a .jsonl or a .parquet file"
+        )
     return checker.report()
 
 
@@ -327,12 +368,17 @@ def run_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     elif report.ok:
-        print(f"ok: {report.records} records, {report.files} files, {report.bytes_hashed} bytes verified in {report.path}")
+        print(
+            f"ok: {report.records} records, {report.files} files, {report.bytes_hashed} bytes verified in {report.path}"
+        )
     else:
         for problem in report.problems:
             print(problem)
         bad = report.bad_records()
-        print(f"FAILED: {len(report.problems)} problems, {len(bad)} bad records of {report.records}", file=sys.stderr)
+        print(
+            f"FAILED: {len(report.problems)} problems, {len(bad)} bad records of {report.records}",
+            file=sys.stderr,
+        )
     return 0 if report.ok else 1
 
 

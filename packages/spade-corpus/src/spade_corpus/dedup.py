@@ -51,7 +51,11 @@ DEFAULT_THRESHOLD = 0.8
 
 
 def _is_bare_string(node: ast.stmt) -> bool:
-    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
 
 
 def _strip_docstrings(tree: ast.AST) -> None:
@@ -82,7 +86,15 @@ def exact_key(source: str) -> str:
 # Python 3.12 tokenizes f-strings into parts; an f-string counts as one STR placeholder
 _FSTRING_START = getattr(token, "FSTRING_START", -1)
 _FSTRING_PARTS = {getattr(token, "FSTRING_MIDDLE", -1), getattr(token, "FSTRING_END", -1)}
-_SKIPPED = {token.NEWLINE, token.NL, token.INDENT, token.DEDENT, token.COMMENT, token.ENDMARKER, token.ENCODING}
+_SKIPPED = {
+    token.NEWLINE,
+    token.NL,
+    token.INDENT,
+    token.DEDENT,
+    token.COMMENT,
+    token.ENDMARKER,
+    token.ENCODING,
+}
 
 
 def structure_tokens(source: str) -> list[str]:
@@ -154,7 +166,10 @@ class DedupReport:
             "exact_clusters": sum(c.kind == "exact" for c in self.clusters),
             "near_clusters": sum(c.kind == "near" for c in self.clusters),
             "dropped": self.dropped_ids(),
-            "clusters": [{"kind": c.kind, "jaccard": round(c.jaccard, 4), "keep": c.keep, "ids": list(c.ids)} for c in self.clusters],
+            "clusters": [
+                {"kind": c.kind, "jaccard": round(c.jaccard, 4), "keep": c.keep, "ids": list(c.ids)}
+                for c in self.clusters
+            ],
         }
 
 
@@ -163,13 +178,19 @@ def _minhash(tokens: list[str], shingle_size: int, num_perm: int, seed: int) -> 
     if len(tokens) <= shingle_size:
         shingles = {" ".join(tokens)}
     else:
-        shingles = {" ".join(tokens[i : i + shingle_size]) for i in range(len(tokens) - shingle_size + 1)}
+        shingles = {
+            " ".join(tokens[i : i + shingle_size]) for i in range(len(tokens) - shingle_size + 1)
+        }
     sketch.update_batch([s.encode("utf-8") for s in sorted(shingles)])
     return sketch
 
 
 def _items(items: se.Corpus | Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    pairs = [(r.id, items.sources[r.id]) for r in items.records] if isinstance(items, se.Corpus) else list(items)
+    pairs = (
+        [(r.id, items.sources[r.id]) for r in items.records]
+        if isinstance(items, se.Corpus)
+        else list(items)
+    )
     seen = set()
     for env_id, _ in pairs:
         if env_id in seen:
@@ -190,17 +211,24 @@ def find_duplicates(
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     if shingle_size < 1 or num_perm < 16:
-        raise ValueError(f"need shingle_size >= 1 and num_perm >= 16, got {shingle_size}, {num_perm}")
+        raise ValueError(
+            f"need shingle_size >= 1 and num_perm >= 16, got {shingle_size}, {num_perm}"
+        )
     pairs = _items(items)
     groups: dict[str, list[str]] = {}
     for env_id, source in pairs:
         groups.setdefault(exact_key(source), []).append(env_id)
-    clusters = [DuplicateCluster(tuple(ids), "exact", 1.0) for ids in groups.values() if len(ids) > 1]
+    clusters = [
+        DuplicateCluster(tuple(ids), "exact", 1.0) for ids in groups.values() if len(ids) > 1
+    ]
 
     sources = dict(pairs)
     order = {env_id: i for i, (env_id, _) in enumerate(pairs)}
     representatives = [ids[0] for ids in groups.values()]
-    sketches = {i: _minhash(structure_tokens(sources[i]), shingle_size, num_perm, seed) for i in representatives}
+    sketches = {
+        i: _minhash(structure_tokens(sources[i]), shingle_size, num_perm, seed)
+        for i in representatives
+    }
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
     for env_id in representatives:
         lsh.insert(env_id, sketches[env_id])
@@ -219,7 +247,7 @@ def find_duplicates(
                 similarity = sketches[env_id].jaccard(sketches[other])
                 if similarity >= threshold:
                     edges.append((env_id, other, similarity))
-    for a, b in sorted((root(a), root(b)) for a, b, _ in edges):
+    for a, b, _ in edges:  # the root of a component is always its first member
         a, b = root(a), root(b)
         if a != b:
             first, second = sorted((a, b), key=order.__getitem__)
@@ -230,7 +258,11 @@ def find_duplicates(
     weakest: dict[str, float] = {}
     for a, _, similarity in edges:
         weakest[root(a)] = min(similarity, weakest.get(root(a), 1.0))
-    clusters += [DuplicateCluster(tuple(ids), "near", weakest[r]) for r, ids in components.items() if len(ids) > 1]
+    clusters += [
+        DuplicateCluster(tuple(ids), "near", weakest[r])
+        for r, ids in components.items()
+        if len(ids) > 1
+    ]
     clusters.sort(key=lambda c: order[c.ids[0]])
     return DedupReport(len(pairs), tuple(clusters), threshold, num_perm, shingle_size, seed)
 
@@ -248,11 +280,24 @@ def drop_duplicates(corpus: se.Corpus, report: DedupReport) -> se.Corpus:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``spade-corpus dedup``."""
     parser.add_argument("path", help="corpus directory, .jsonl or .parquet file, or 'example'")
-    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help=f"near-duplicate Jaccard threshold in (0, 1] (default {DEFAULT_THRESHOLD})")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        help=f"near-duplicate Jaccard threshold in (0, 1] (default {DEFAULT_THRESHOLD})",
+    )
     parser.add_argument("--seed", type=int, default=1, help="MinHash seed (default 1)")
     parser.add_argument("--out", help="write the report as JSON to this file")
-    parser.add_argument("--write-deduped", metavar="OUT", help="write the corpus without the dropped records (directory, .jsonl or .parquet)")
-    parser.add_argument("--overwrite", action="store_true", help="replace --out / --write-deduped targets that exist")
+    parser.add_argument(
+        "--write-deduped",
+        metavar="OUT",
+        help="write the corpus without the dropped records (directory, .jsonl or .parquet)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace --out / --write-deduped targets that exist",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -266,7 +311,12 @@ def run(args: argparse.Namespace) -> int:
             with atomic_output(args.out, overwrite=args.overwrite) as temp:
                 temp.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         if args.write_deduped:
-            write_packed(drop_duplicates(corpus, report), args.write_deduped, format_of(args.write_deduped), overwrite=args.overwrite)
+            write_packed(
+                drop_duplicates(corpus, report),
+                args.write_deduped,
+                format_of(args.write_deduped),
+                overwrite=args.overwrite,
+            )
     except (se.CorpusError, ValueError) as exc:
         print(f"spade-corpus dedup: error: {exc}", file=sys.stderr)
         return 2
@@ -274,7 +324,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"spade-corpus dedup: error: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
         return 2
     for cluster in report.clusters:
-        print(f"{cluster.kind:5}  jaccard {cluster.jaccard:.2f}  keep {cluster.keep}  drop {', '.join(cluster.drop)}")
+        print(
+            f"{cluster.kind:5}  jaccard {cluster.jaccard:.2f}  keep {cluster.keep}  drop {', '.join(cluster.drop)}"
+        )
     dropped = report.dropped_ids()
     print(f"{len(report.clusters)} clusters among {report.total} records; {len(dropped)} to drop")
     if args.write_deduped:

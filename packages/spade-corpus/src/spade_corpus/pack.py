@@ -57,8 +57,26 @@ PackFormat = Literal["dir", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("dir", "jsonl", "parquet")
 PACK_FORMAT = "spade-corpus/packed"
 PARQUET_METADATA_KEY = b"spade_corpus"
-_KNOWN_FIELDS = ("id", "skill", "hint", "sha256", "file", "class_name", "origin", "max_turns", "split", "title", "description", "difficulty")
-_RESERVED_FILES = {"manifest.jsonl", "validation_manifest.jsonl", "validation_summary.json", "checksums.sha256"}
+_KNOWN_FIELDS = (
+    "id",
+    "skill",
+    "hint",
+    "sha256",
+    "file",
+    "class_name",
+    "origin",
+    "max_turns",
+    "split",
+    "title",
+    "description",
+    "difficulty",
+)
+_RESERVED_FILES = {
+    "manifest.jsonl",
+    "validation_manifest.jsonl",
+    "validation_summary.json",
+    "checksums.sha256",
+}
 
 
 @contextlib.contextmanager
@@ -112,23 +130,36 @@ def _rows(corpus: se.Corpus) -> list[dict[str, Any]]:
 
 def _read_header(header: Any, where: str) -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != PACK_FORMAT:
-        raise se.CorpusError(f"{where}: not a spade-corpus pack header (expected format {PACK_FORMAT!r})")
+        raise se.CorpusError(
+            f"{where}: not a spade-corpus pack header (expected format {PACK_FORMAT!r})"
+        )
     if header.get("version") != 1:
-        raise se.CorpusError(f"{where}: pack header version {header.get('version')!r} is not supported; upgrade spade-corpus")
+        raise se.CorpusError(
+            f"{where}: pack header version {header.get('version')!r} is not supported; upgrade spade-corpus"
+        )
     return header
 
 
 def _write_jsonl(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
     lines = [json.dumps(row, ensure_ascii=False, allow_nan=True) for row in _rows(corpus)]
     # the inner block (the sidecar) is renamed first, the data file last
-    with atomic_output(target, overwrite=overwrite) as temp, atomic_output(meta_path(target)) as meta_temp:
-        meta_temp.write_text(json.dumps(_header(corpus), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    with (
+        atomic_output(target, overwrite=overwrite) as temp,
+        atomic_output(meta_path(target)) as meta_temp,
+    ):
+        meta_temp.write_text(
+            json.dumps(_header(corpus), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
         temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
 def _native_column(values: list[Any]) -> bool:
     kinds = {type(v) for v in values}
-    return len(kinds) == 1 and kinds <= {str, int, float, bool} and all(not isinstance(v, int) or abs(v) < 2**63 for v in values)
+    return (
+        len(kinds) == 1
+        and kinds <= {str, int, float, bool}
+        and all(not isinstance(v, int) or abs(v) < 2**63 for v in values)
+    )
 
 
 def _write_parquet(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
@@ -142,10 +173,16 @@ def _write_parquet(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
     json_columns = []
     for name in (*_KNOWN_FIELDS, "source", "validation", *extra_names):
         values = [row.get(name, missing) for row in rows]
-        if name in ("difficulty", "validation") or (name in extra_names and not _native_column(values)):
-            values = [None if v is missing else json.dumps(v, ensure_ascii=False) for v in values]
-            if name in extra_names:
-                json_columns.append(name)
+        if name in (
+            "difficulty",
+            "validation",
+        ):  # null: none (spade_envs reads "null" as a bad dict)
+            values = [missing if v is None else json.dumps(v, ensure_ascii=False) for v in values]
+        elif name in extra_names and not _native_column(values):
+            values = [
+                missing if v is missing else json.dumps(v, ensure_ascii=False) for v in values
+            ]
+            json_columns.append(name)
         columns[name] = [None if v is missing else v for v in values]
     header = {**_header(corpus), "json_columns": json_columns}
     text_columns = {*_KNOWN_FIELDS, "source", "validation", *json_columns} - {"max_turns"}
@@ -153,7 +190,9 @@ def _write_parquet(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
     for name, values in columns.items():
         kind = pa.int64() if name == "max_turns" else pa.string() if name in text_columns else None
         arrays[name] = pa.array(values, type=kind)
-    table = pa.table(arrays).replace_schema_metadata({PARQUET_METADATA_KEY: json.dumps(header, sort_keys=True).encode("utf-8")})
+    table = pa.table(arrays).replace_schema_metadata(
+        {PARQUET_METADATA_KEY: json.dumps(header, sort_keys=True).encode("utf-8")}
+    )
     with atomic_output(target, overwrite=overwrite) as temp:
         pq.write_table(table, temp)
 
@@ -164,23 +203,41 @@ def _assign_files(corpus: se.Corpus) -> list[se.EnvRecord]:
     for index, record in enumerate(corpus.records, 1):
         file = record.file or f"games/game_{index:03d}.py"
         parts = PurePosixPath(file).parts
-        if file.startswith("/") or "\\" in file or ".." in parts or not parts or file in _RESERVED_FILES:
-            raise se.CorpusError(f"record {record.id!r}: file {file!r} is not a safe relative path inside the corpus; fix its 'file' field")
+        if (
+            file.startswith("/")
+            or "\\" in file
+            or ".." in parts
+            or not parts
+            or file in _RESERVED_FILES
+        ):
+            raise se.CorpusError(
+                f"record {record.id!r}: file {file!r} is not a safe relative path inside the corpus; fix its 'file' field"
+            )
         if file in used:
-            raise se.CorpusError(f"record {record.id!r}: file {file!r} is used by another record; give each record its own 'file'")
+            raise se.CorpusError(
+                f"record {record.id!r}: file {file!r} is used by another record; give each record its own 'file'"
+            )
         used.add(file)
         records.append(se.EnvRecord.from_dict({**record.to_dict(), "file": file}))
     return records
 
 
-def write_packed(corpus: se.Corpus, path: str | os.PathLike[str], fmt: PackFormat | None = None, *, overwrite: bool = False) -> Path:
+def write_packed(
+    corpus: se.Corpus,
+    path: str | os.PathLike[str],
+    fmt: PackFormat | None = None,
+    *,
+    overwrite: bool = False,
+) -> Path:
     """Write ``corpus`` as a directory, ``.jsonl`` or ``.parquet`` (``fmt`` or the suffix), atomically."""
     target = Path(path)
     fmt = fmt or format_of(target)
     if fmt not in FORMATS:
         raise se.CorpusError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt != "dir" and target.suffix != f".{fmt}":
-        raise se.CorpusError(f"{target}: a {fmt} corpus must be named *.{fmt} (readers pick the format by suffix)")
+        raise se.CorpusError(
+            f"{target}: a {fmt} corpus must be named *.{fmt} (readers pick the format by suffix)"
+        )
     if target.exists() and not overwrite:
         raise se.CorpusError(f"{target} already exists; pass --overwrite or choose another path")
     if fmt == "dir":
@@ -190,7 +247,14 @@ def write_packed(corpus: se.Corpus, path: str | os.PathLike[str], fmt: PackForma
         ids = {r.id for r in records}
         validation = {r.id: corpus.validation[r.id] for r in records if r.id in corpus.validation}
         validation.update({k: v for k, v in corpus.validation.items() if k not in ids})
-        se.write_corpus(target, records, corpus.sources, validation=validation or None, summary=corpus.summary, overwrite=overwrite)
+        se.write_corpus(
+            target,
+            records,
+            corpus.sources,
+            validation=validation or None,
+            summary=corpus.summary,
+            overwrite=overwrite,
+        )
     elif fmt == "jsonl":
         _write_jsonl(corpus, target, overwrite)
     else:
@@ -213,7 +277,9 @@ def read_corpus(path: str | os.PathLike[str]) -> se.Corpus:
             try:
                 header = _read_header(json.loads(sidecar.read_text(encoding="utf-8")), sidecar.name)
             except json.JSONDecodeError as exc:
-                raise se.CorpusError(f"{sidecar.name}: invalid JSON ({exc.msg}); re-pack the corpus") from None
+                raise se.CorpusError(
+                    f"{sidecar.name}: invalid JSON ({exc.msg}); re-pack the corpus"
+                ) from None
     else:
         import pyarrow.parquet as pq
 
@@ -222,7 +288,9 @@ def read_corpus(path: str | os.PathLike[str]) -> se.Corpus:
             try:
                 header = _read_header(json.loads(raw), f"{corpus.path.name} metadata")
             except json.JSONDecodeError:
-                raise se.CorpusError(f"{corpus.path.name}: the spade_corpus schema metadata is not JSON; re-pack the corpus") from None
+                raise se.CorpusError(
+                    f"{corpus.path.name}: the spade_corpus schema metadata is not JSON; re-pack the corpus"
+                ) from None
             json_columns = set(header.get("json_columns", []))
             records = [_decode_extra(r, json_columns) for r in records]
     if header is None:
@@ -231,7 +299,9 @@ def read_corpus(path: str | os.PathLike[str]) -> se.Corpus:
     for row in header.get("unattached_validation") or []:
         if isinstance(row, dict) and isinstance(row.get("id"), str):
             validation[row["id"]] = row
-    return se.Corpus(corpus.path, tuple(records), corpus.sources, validation, header.get("validation_summary"))
+    return se.Corpus(
+        corpus.path, tuple(records), corpus.sources, validation, header.get("validation_summary")
+    )
 
 
 def _decode_extra(record: se.EnvRecord, json_columns: set[str]) -> se.EnvRecord:
@@ -245,7 +315,13 @@ def _decode_extra(record: se.EnvRecord, json_columns: set[str]) -> se.EnvRecord:
     return se.EnvRecord(**{**{k: getattr(record, k) for k in _KNOWN_FIELDS}, "extra": extra})
 
 
-def convert(source: str | os.PathLike[str], target: str | os.PathLike[str], fmt: PackFormat | None = None, *, overwrite: bool = False) -> Path:
+def convert(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    fmt: PackFormat | None = None,
+    *,
+    overwrite: bool = False,
+) -> Path:
     """Read ``source`` (verified) and write it to ``target`` in ``fmt`` (default: by suffix)."""
     src = se.resolve_corpus_path(source)
     dst = Path(target)
@@ -258,7 +334,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``spade-corpus pack``."""
     parser.add_argument("source", help="corpus directory, .jsonl or .parquet file, or 'example'")
     parser.add_argument("out", help="output: a directory, or a .jsonl / .parquet file")
-    parser.add_argument("--format", choices=FORMATS, help="output format (default: from OUT's suffix; no suffix means a directory)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="output format (default: from OUT's suffix; no suffix means a directory)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
 
 

@@ -40,7 +40,9 @@ def _summary(values: list[float]) -> dict[str, float]:
 def _validation_stats(corpus: se.Corpus) -> dict[str, Any]:
     rows = list(corpus.validation.values())
     valid = sum(row.get("valid") is True for row in rows)
-    reasons = Counter(str(row.get("reason") or "unknown") for row in rows if row.get("valid") is not True)
+    reasons = Counter(
+        str(row.get("reason") or "unknown") for row in rows if row.get("valid") is not True
+    )
     skill_of = {r.id: r.skill for r in corpus.records}
     per_skill: dict[str, list[int]] = {}
     for row in rows:
@@ -67,10 +69,14 @@ def corpus_stats(corpus: se.Corpus) -> dict[str, Any]:
     difficulty: dict[str, list[float]] = {}
     for record in corpus.records:
         for key, value in (record.difficulty or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            ):
                 difficulty.setdefault(key, []).append(value)
     per_skill: dict[str, dict[str, Any]] = {}
-    for record, size, count in zip(corpus.records, chars, lines):
+    for record, size, count in zip(corpus.records, chars, lines, strict=True):
         entry = per_skill.setdefault(record.skill, {"count": 0, "chars": [], "lines": []})
         entry["count"] += 1
         entry["chars"].append(size)
@@ -83,7 +89,11 @@ def corpus_stats(corpus: se.Corpus) -> dict[str, Any]:
         "source_chars": {**_summary(chars), "total": sum(chars)},
         "source_lines": {**_summary(lines), "total": sum(lines)},
         "per_skill": {
-            skill: {"count": e["count"], "mean_chars": statistics.fmean(e["chars"]), "mean_lines": statistics.fmean(e["lines"])}
+            skill: {
+                "count": e["count"],
+                "mean_chars": statistics.fmean(e["chars"]),
+                "mean_lines": statistics.fmean(e["lines"]),
+            }
             for skill, e in sorted(per_skill.items())
         },
         "validation": _validation_stats(corpus),
@@ -91,7 +101,9 @@ def corpus_stats(corpus: se.Corpus) -> dict[str, Any]:
     }
 
 
-def write_stats_chart(corpus: se.Corpus, path: str | os.PathLike[str], stats: dict[str, Any] | None = None) -> Path:
+def write_stats_chart(
+    corpus: se.Corpus, path: str | os.PathLike[str], stats: dict[str, Any] | None = None
+) -> Path:
     """A PNG with three panels (environments per skill, source-size histogram, validation
     outcome), written atomically. ``stats`` is ``corpus_stats(corpus)`` when already computed."""
     stats = stats or corpus_stats(corpus)
@@ -101,7 +113,9 @@ def write_stats_chart(corpus: se.Corpus, path: str | os.PathLike[str], stats: di
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, (skills_ax, sizes_ax, valid_ax) = plt.subplots(1, 3, figsize=(15, 4.8), constrained_layout=True)
+    fig, (skills_ax, sizes_ax, valid_ax) = plt.subplots(
+        1, 3, figsize=(15, 4.8), constrained_layout=True
+    )
     fig.suptitle(f"{Path(stats['path']).name}: {stats['total']} environments", fontsize=14)
 
     skills = list(stats["by_skill"])
@@ -118,7 +132,12 @@ def write_stats_chart(corpus: se.Corpus, path: str | os.PathLike[str], stats: di
     sizes_ax.hist(sizes, bins=min(20, max(1, len(sizes))), color="#55A868", edgecolor="white")
     chars = stats["source_chars"]
     if chars.get("count"):
-        sizes_ax.axvline(chars["mean"] / 1000, color="black", linestyle="--", label=f"mean {chars['mean'] / 1000:.1f}k chars")
+        sizes_ax.axvline(
+            chars["mean"] / 1000,
+            color="black",
+            linestyle="--",
+            label=f"mean {chars['mean'] / 1000:.1f}k chars",
+        )
         sizes_ax.legend()
     sizes_ax.set_title("Source size")
     sizes_ax.set_xlabel("thousand characters")
@@ -133,7 +152,9 @@ def write_stats_chart(corpus: se.Corpus, path: str | os.PathLike[str], stats: di
         bars = valid_ax.barh(labels[::-1], values[::-1], color=colors[::-1], height=0.6)
         valid_ax.bar_label(bars, padding=3)
         valid_ax.set_xlim(0, max(values) * 1.2)
-        valid_ax.set_title(f"Validation: {validation['pass_rate']:.0%} pass ({validation['valid']}/{validation['rows']})")
+        valid_ax.set_title(
+            f"Validation: {validation['pass_rate']:.0%} pass ({validation['valid']}/{validation['rows']})"
+        )
         valid_ax.set_xlabel("environments")
     else:
         valid_ax.text(0.5, 0.5, "no validation manifest", ha="center", va="center", fontsize=12)
@@ -152,18 +173,28 @@ def write_stats_chart(corpus: se.Corpus, path: str | os.PathLike[str], stats: di
 def _print_text(stats: dict[str, Any]) -> None:
     print(f"{stats['path']}: {stats['total']} environments")
     for skill, entry in stats["per_skill"].items():
-        print(f"  {skill:14} {entry['count']:5}  mean {entry['mean_chars']:8.0f} chars {entry['mean_lines']:6.0f} lines")
+        print(
+            f"  {skill:14} {entry['count']:5}  mean {entry['mean_chars']:8.0f} chars {entry['mean_lines']:6.0f} lines"
+        )
     chars, lines = stats["source_chars"], stats["source_lines"]
     if chars["count"]:
-        print(f"  sizes: {chars['min']}-{chars['max']} chars (mean {chars['mean']:.0f}), {lines['min']}-{lines['max']} lines (mean {lines['mean']:.0f})")
+        print(
+            f"  sizes: {chars['min']}-{chars['max']} chars (mean {chars['mean']:.0f}), {lines['min']}-{lines['max']} lines (mean {lines['mean']:.0f})"
+        )
     validation = stats["validation"]
     if validation["rows"]:
-        reasons = ", ".join(f"{k} {v}" for k, v in validation["by_reason"].items()) or "none rejected"
-        print(f"  validation: {validation['valid']}/{validation['rows']} pass ({validation['pass_rate']:.1%}); {reasons}")
+        reasons = (
+            ", ".join(f"{k} {v}" for k, v in validation["by_reason"].items()) or "none rejected"
+        )
+        print(
+            f"  validation: {validation['valid']}/{validation['rows']} pass ({validation['pass_rate']:.1%}); {reasons}"
+        )
     else:
         print("  validation: no validation manifest")
     for key, values in stats["difficulty"].items():
-        print(f"  difficulty.{key}: mean {values['mean']:.3g}, min {values['min']:.3g}, max {values['max']:.3g} over {values['count']}")
+        print(
+            f"  difficulty.{key}: mean {values['mean']:.3g}, min {values['min']:.3g}, max {values['max']:.3g} over {values['count']}"
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
