@@ -111,6 +111,8 @@ def test_verify_jsonl_and_parquet_name_every_bad_row(tmp_path):
     assert report.bad_records() == [rows[1]["id"], rows[5]["id"]]
     assert any(p.where == "c.jsonl line 9" and "invalid JSON" in p.message for p in report.problems)
     assert report.records == 11
+    (tmp_path / "c.jsonl.meta.json").write_text("{truncated")
+    assert any(p.where == "c.jsonl.meta.json" for p in verify(jsonl).problems)
 
     parquet = convert("example", tmp_path / "c.parquet")
     table = pq.read_table(parquet)

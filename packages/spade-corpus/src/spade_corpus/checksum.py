@@ -31,6 +31,8 @@ from typing import Any
 
 import spade_envs as se
 
+from .pack import PACK_FORMAT, meta_path
+
 __all__ = [
     "CHUNK_BYTES",
     "sha256_file",
@@ -330,6 +332,14 @@ def verify(path: str | os.PathLike[str]) -> VerifyReport:
     elif corpus_path.suffix == ".jsonl":
         checker.files = 1
         _verify_rows(checker, _jsonl_rows(checker, corpus_path, corpus_path.name), corpus_path.name)
+        sidecar = meta_path(corpus_path)
+        if sidecar.is_file():
+            try:
+                header = json.loads(sidecar.read_bytes())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                header = None
+            if not isinstance(header, dict) or header.get("format") != PACK_FORMAT:
+                checker.problem(sidecar.name, "not a valid pack header; re-pack the corpus")
     elif corpus_path.suffix == ".parquet":
         import pyarrow.parquet as pq
 

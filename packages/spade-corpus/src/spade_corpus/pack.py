@@ -140,8 +140,33 @@ def _read_header(header: Any, where: str) -> dict[str, Any]:
     return header
 
 
+# str.splitlines() (which spade_envs' JSONL reader uses) also breaks lines at these characters,
+# which json.dumps(ensure_ascii=False) leaves raw inside strings; written escaped they are safe.
+_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _json_line(row: dict[str, Any]) -> str:
+    line = json.dumps(row, ensure_ascii=False)
+    for char, escape in _LINE_BREAKS.items():
+        line = line.replace(char, escape)
+    return line
+
+
+def _check_manifest_text(corpus: se.Corpus) -> None:
+    """Refuse what spade_envs.write_corpus would write unreadably (see _LINE_BREAKS)."""
+    rows = [r.to_dict() for r in corpus.records] + list(corpus.validation.values())
+    for row in rows:
+        text = json.dumps(row, ensure_ascii=False)
+        for char in _LINE_BREAKS:
+            if char in text:
+                raise se.CorpusError(
+                    f"record {row.get('id')!r}: a field contains U+{ord(char):04X}, which breaks"
+                    " manifest.jsonl lines for spade_envs' reader; pack to .jsonl or .parquet instead"
+                )
+
+
 def _write_jsonl(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
-    lines = [json.dumps(row, ensure_ascii=False, allow_nan=True) for row in _rows(corpus)]
+    lines = [_json_line(row) for row in _rows(corpus)]
     # the inner block (the sidecar) is renamed first, the data file last
     with (
         atomic_output(target, overwrite=overwrite) as temp,
@@ -177,7 +202,7 @@ def _write_parquet(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
             "difficulty",
             "validation",
         ):  # null: none (spade_envs reads "null" as a bad dict)
-            values = [missing if v is None else json.dumps(v, ensure_ascii=False) for v in values]
+            values = [missing if v is None or v is missing else json.dumps(v) for v in values]
         elif name in extra_names and not _native_column(values):
             values = [
                 missing if v is missing else json.dumps(v, ensure_ascii=False) for v in values
@@ -243,6 +268,7 @@ def write_packed(
     if fmt == "dir":
         if target.exists() and not target.is_dir():
             raise se.CorpusError(f"{target} is a file; a directory corpus needs a directory path")
+        _check_manifest_text(corpus)
         records = _assign_files(corpus)
         ids = {r.id for r in records}
         validation = {r.id: corpus.validation[r.id] for r in records if r.id in corpus.validation}
