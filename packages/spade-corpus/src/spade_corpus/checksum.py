@@ -45,12 +45,6 @@ __all__ = [
 ]
 
 CHUNK_BYTES = 1 << 20
-_DIRECTORY_FILES = (
-    "manifest.jsonl",
-    "validation_manifest.jsonl",
-    "validation_summary.json",
-    "checksums.sha256",
-)
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -386,7 +380,7 @@ def run_verify(args: argparse.Namespace) -> int:
             print(problem)
         bad = report.bad_records()
         print(
-            f"FAILED: {len(report.problems)} problems, {len(bad)} bad records of {report.records}",
+            f"FAILED: {len(report.problems)} problem(s), {len(bad)} bad record(s) of {report.records}",
             file=sys.stderr,
         )
     return 0 if report.ok else 1
