@@ -165,3 +165,12 @@ def test_the_shipped_example_corpus_verifies_and_covers_all_six_skills():
     assert all(r.hint.strip() for r in corpus)
     assert all(v["valid"] for v in corpus.validation.values()) and set(corpus.validation) == set(corpus.ids())
     assert {r.split for r in corpus} == {"train", "heldout"}
+
+
+def test_unicode_line_separators_inside_fields_round_trip(tmp_path):
+    records, sources = make_records(1)
+    import dataclasses
+
+    record = dataclasses.replace(records[0], hint="Split\u2028the range\u0085in half\u2029always.")
+    path = se.write_corpus(tmp_path / "u", [record], sources)
+    assert se.load_corpus(path).record("guess_0").hint == record.hint

@@ -228,7 +228,7 @@ def resolve_corpus_path(name_or_path: str | os.PathLike[str]) -> Path:
 def _read_jsonl(path: Path, label: str) -> list[dict[str, Any]]:
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a JSON string
     except UnicodeDecodeError:
         raise CorpusError(f"{label}: not UTF-8 text") from None
     for number, line in enumerate(lines, 1):
@@ -243,7 +243,7 @@ def _read_jsonl(path: Path, label: str) -> list[dict[str, Any]]:
 
 def _parse_checksums(path: Path) -> dict[str, str]:
     entries: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip():
             continue
         digest, sep, name = line.partition(" ")

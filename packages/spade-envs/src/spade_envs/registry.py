@@ -40,7 +40,7 @@ def _manifest_ids(path: Path) -> list[str]:
         manifest = path / "manifest.jsonl"
         if not manifest.is_file():
             raise CorpusError(f"{path}: no manifest.jsonl; is this a SPADE corpus directory?")
-        lines = manifest.read_text(encoding="utf-8").splitlines()
+        lines = manifest.read_text(encoding="utf-8").split("\n")
         try:
             return [json.loads(line)["id"] for line in lines if line.strip()]
         except (json.JSONDecodeError, KeyError, TypeError):
