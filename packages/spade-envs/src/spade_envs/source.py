@@ -80,13 +80,7 @@ class _SandboxedEnvironment:
         return self._handle.call("solution")
 
     def close(self) -> None:
-        self._handle.close()
-
-    def __del__(self) -> None:  # a dropped handle must not leave its child behind
-        try:
-            self._handle.close()
-        except Exception:
-            pass
+        self._handle.close()  # the handle also closes itself when dropped
 
 
 class SandboxedFactory:
