@@ -1,0 +1,479 @@
+"""The validation pipeline: structural checks, then the contract checker inside the sandbox.
+
+Every generated environment passes through :func:`validate_source` before it is trained on:
+
+1. **structural** (:mod:`spade_corpus.structural`): size, syntax, one ``*Env`` class, method
+   signatures, import policy, no module-level side effects, skill attribute. Nothing runs.
+2. **runtime**: ``spade_envs.check_env`` plays the environment in spade-sandbox (reset over the
+   seeds, probe actions, bounds, termination, determinism, seeds matter, the hint is non-empty,
+   never shown and not itself the answer, ``solution()`` wins). Its ``ContractError.code`` is the
+   reason. One check is added here: the solution's final action must not be printed in the
+   first observation (``solution_leaked``).
+
+A failure is data, never an exception: the :class:`ValidationReport` carries one reason code
+from :data:`VALIDATION_REASONS` and a one-line message. When the sandbox stopped the
+environment (timeout, memory, a forbidden call, a bad return value, ...) the reason is
+``sandbox_<reason>``; when the sandbox itself failed, ``infrastructure`` is true and the
+environment is not counted as rejected (:func:`validation_summary`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import spade_envs as se
+import spade_sandbox as ss
+from tqdm import tqdm
+
+from .structural import DEFAULT_MAX_SOURCE_BYTES, STRUCTURAL_REASONS, StructuralRejection, check_structure
+
+__all__ = [
+    "DEFAULT_SEEDS",
+    "VALIDATION_REASONS",
+    "INFRASTRUCTURE_REASONS",
+    "ValidationItem",
+    "ValidationReport",
+    "validate_source",
+    "validate_many",
+    "validate_corpus",
+    "validation_summary",
+    "add_arguments",
+    "run",
+]
+
+DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+"""Seeds the runtime stage plays (the released corpus's validation used five)."""
+
+_MASKED = " (inside the sandbox the host's own check reports this first, as sandbox_bad_return)"
+_RUNTIME_REASONS: dict[str, str] = {
+    **{
+        code: text + (_MASKED if code in {"reset_return_type", "step_return_type", "reward_not_finite", "info_not_json"} else "")
+        for code, text in se.REASON_CODES.items()
+    },
+    "solution_leaked": "the final action of solution() appears in the first observation of every seed",
+}
+_SANDBOX_DESCRIPTIONS: dict[str, str] = {
+    "timeout": "a call ran past the sandbox's wall-clock or CPU-time limit",
+    "memory": "the environment ran out of the sandbox's memory limit",
+    "crashed": "the sandboxed worker died mid-call (signal, exit, SystemExit)",
+    "forbidden_syscall": "the seccomp filter killed the worker (process spawn, socket, ...)",
+    "forbidden_import": "a module outside the allow-list was imported at run time",
+    "bad_return": "a method returned the wrong type or shape, a non-finite reward or non-JSON data",
+    "output_too_large": "an observation, result or printed output exceeded the sandbox's size limit",
+    "protocol_error": "the worker's channel carried something that is not a valid frame",
+    "env_exception": "the environment raised where the contract checker names no method",
+    "limit_exceeded": "a per-episode limit of the sandbox (steps, episode wall time) was reached",
+    "infrastructure": "the sandbox itself failed (no worker could start, pool closed); not the environment's fault",
+}
+_SANDBOX_REASONS: dict[str, str] = {
+    f"sandbox_{code.value}": _SANDBOX_DESCRIPTIONS.get(code.value, f"the sandbox reported {code.value!r}")
+    for code in ss.ReasonCode
+}
+
+#: Every reason code a ValidationReport can carry, with what it means.
+VALIDATION_REASONS: dict[str, str] = {
+    **STRUCTURAL_REASONS,
+    **_RUNTIME_REASONS,
+    **_SANDBOX_REASONS,
+    "validator_error": "the validator itself failed unexpectedly; not the environment's fault",
+}
+
+#: Reasons that are faults of the sandbox or the validator, never the environment's.
+INFRASTRUCTURE_REASONS: frozenset[str] = frozenset({"sandbox_infrastructure", "validator_error"})
+
+_MESSAGE_CHARS = 400
+
+
+@dataclass(frozen=True)
+class ValidationItem:
+    """One environment to validate: its source, privileged hint and what it was made for."""
+
+    source: str
+    hint: str
+    env_id: str | None = None
+    skill: str | None = None
+    max_turns: int = se.DEFAULT_MAX_TURNS
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The outcome of validating one environment.
+
+    ``valid``: it passed every check. ``reason``: one code of :data:`VALIDATION_REASONS` (None
+    when valid). ``message``: one line saying what failed and how to fix it. ``stage``: the last
+    stage run, ``"structural"`` or ``"runtime"``. ``infrastructure``: the sandbox or validator
+    failed, so the environment was not judged. ``sandbox_reason``: the spade-sandbox reason
+    behind the failure, if any. ``checks``: what was measured (class name, sizes, seeds, steps,
+    solution turns, per-stage seconds). ``wall_s``: seconds the whole validation took.
+    """
+
+    valid: bool
+    reason: str | None
+    message: str
+    stage: str
+    checks: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    env_id: str | None = None
+    infrastructure: bool = False
+    sandbox_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``validation_manifest.jsonl`` row: JSON data, ``id`` first."""
+        return {
+            "id": self.env_id,
+            "valid": self.valid,
+            "reason": self.reason,
+            "message": self.message,
+            "stage": self.stage,
+            "infrastructure": self.infrastructure,
+            "sandbox_reason": self.sandbox_reason,
+            "checks": self.checks,
+            "wall_s": round(self.wall_s, 4),
+        }
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> ValidationReport:
+        """Read back a row written by :meth:`to_dict`."""
+        return cls(
+            valid=bool(row["valid"]),
+            reason=row.get("reason"),
+            message=row.get("message", ""),
+            stage=row.get("stage", "runtime"),
+            checks=dict(row.get("checks") or {}),
+            wall_s=float(row.get("wall_s", 0.0)),
+            env_id=row.get("id"),
+            infrastructure=bool(row.get("infrastructure", False)),
+            sandbox_reason=row.get("sandbox_reason"),
+        )
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= _MESSAGE_CHARS else line[: _MESSAGE_CHARS - 1] + "…"
+
+
+class _RuntimeFailure(Exception):
+    def __init__(self, reason: str, message: str, sandbox_reason: str | None, infrastructure: bool) -> None:
+        super().__init__(reason, message)
+        self.reason, self.message = reason, message
+        self.sandbox_reason, self.infrastructure = sandbox_reason, infrastructure
+
+
+def _classify(code: str | None, message: str, cause: BaseException | None) -> _RuntimeFailure:
+    """Map a checker code and its cause to one reason: the sandbox's when it stopped the env."""
+    if isinstance(cause, ss.SandboxError):
+        sandbox_reason = ss.ReasonCode(cause.reason).value
+        if sandbox_reason != ss.ReasonCode.ENV_EXCEPTION.value or code is None:
+            return _RuntimeFailure(f"sandbox_{sandbox_reason}", message, sandbox_reason, cause.is_infrastructure)
+        return _RuntimeFailure(code, message, sandbox_reason, False)
+    return _RuntimeFailure(code or "validator_error", message, None, code is None)
+
+
+def _check_leak_and_close(
+    source: str, class_name: str, max_turns: int, seeds: Sequence[int], config: Any, pool: Any
+) -> None:
+    """The two runtime checks check_env cannot make under the sandbox.
+
+    * ``solution_leaked``: the final solution action is printed in the first observation of
+      every seed. Requiring every seed keeps a format example (``answer like \\boxed{3}``) that
+      happens to match one seed's answer from counting as a leak.
+    * ``close_raised``: ``SandboxedEnv.close()`` runs the environment's ``close()`` but ignores
+      its errors (the worker exits anyway), so it is called here by name first.
+    """
+    opener = pool.open_env if pool is not None else functools.partial(ss.open_env, config=config)
+    env = opener(source, class_name=class_name, kwargs={"max_turns": max_turns})
+    try:
+        leaked = []
+        for seed in seeds:
+            observation, _ = env.reset(seed=seed)
+            solution = env.call("solution")
+            actions = se.solution_actions(solution) if isinstance(solution, str) else []
+            if actions and actions[-1] in observation:
+                leaked.append(actions[-1])
+        if len(leaked) == len(seeds):
+            raise se.ContractError(
+                "solution_leaked",
+                f"the final solution action {leaked[-1][:60]!r} appears in the first observation for seeds "
+                f"{list(seeds)}; do not print the answer",
+            )
+        try:
+            env.call("close")
+        except ss.SandboxError as exc:
+            if exc.reason is not ss.ReasonCode.ENV_EXCEPTION:
+                raise
+            message = f"close() raised {exc.message}; release resources without raising"
+            raise se.ContractError("close_raised", message) from exc
+    finally:
+        env.close()
+
+
+def _run_checks(
+    source: str, hint: str, class_name: str, max_turns: int, seeds: Sequence[int], config: Any, pool: Any
+) -> se.CheckReport:
+    factory = se.load_env(source, class_name, sandbox=True, sandbox_config=config, sandbox_pool=pool)
+    try:
+        report = se.check_env(factory, seeds=seeds, max_turns=max_turns, hint=hint)
+        _check_leak_and_close(source, class_name, max_turns, seeds, config, pool)
+    except se.ContractError as exc:
+        raise _classify(exc.code, _one_line(exc.message), exc.__cause__) from exc
+    except ss.SandboxError as exc:  # a call check_env does not wrap, or the leak check's
+        raise _classify(None, _one_line(f"an environment call raised {type(exc).__name__}: {exc.message}"), exc) from exc
+    return report
+
+
+def validate_source(
+    source: str,
+    hint: str,
+    *,
+    skill: str | None = None,
+    max_turns: int = se.DEFAULT_MAX_TURNS,
+    config: ss.SandboxConfig | None = None,
+    pool: ss.SandboxPool | None = None,
+    env_id: str | None = None,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+    max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES,
+) -> ValidationReport:
+    """Validate one environment's ``source`` with its privileged ``hint``; never raises for it.
+
+    ``skill``: the skill it was made for (checked against a literal ``skill`` class attribute).
+    ``pool``: a warm ``SandboxPool`` to run in (its config is used); otherwise each environment
+    opens a fresh sandboxed worker with ``config`` (default ``SandboxConfig.from_env()``).
+    """
+    if pool is not None and config is not None and config != pool.config:
+        raise ValueError("pass either a pool or a config, not a pool with a different config")
+    if skill is not None and skill not in (*se.SKILLS, se.TOOL_USE):
+        raise ValueError(f"unknown skill {skill!r}; use one of {', '.join((*se.SKILLS, se.TOOL_USE))}")
+    seeds = tuple(seeds)
+    if not seeds:
+        raise ValueError("validate_source needs at least one seed")
+    config = pool.config if pool is not None else config or ss.SandboxConfig.from_env()
+    start = time.perf_counter()
+
+    def report(valid: bool, reason: str | None, message: str, stage: str, checks: dict[str, Any], **extra: Any) -> ValidationReport:
+        return ValidationReport(valid, reason, message, stage, checks, time.perf_counter() - start, env_id, **extra)
+
+    try:
+        checks = check_structure(source, allowed_imports=config.allowed_imports, skill=skill, max_source_bytes=max_source_bytes)
+    except StructuralRejection as exc:
+        return report(False, exc.code, _one_line(exc.message), "structural", {"structural_s": round(time.perf_counter() - start, 4)})
+    checks["structural_s"] = round(time.perf_counter() - start, 4)
+    runtime_start = time.perf_counter()
+    try:
+        result = _run_checks(source, hint, checks["class_name"], max_turns, seeds, config, pool)
+    except _RuntimeFailure as exc:
+        checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
+        return report(
+            False, exc.reason, exc.message, "runtime", checks,
+            infrastructure=exc.infrastructure, sandbox_reason=exc.sandbox_reason,
+        )
+    except Exception as exc:  # a validator bug must not be scored as the environment's fault
+        checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
+        message = _one_line(f"the validator failed: {type(exc).__name__}: {exc}")
+        return report(False, "validator_error", message, "runtime", checks, infrastructure=True)
+    checks.update(
+        seeds=list(result.seeds),
+        probe_episodes=result.probe_episodes,
+        steps=result.steps,
+        solution_turns=result.solution_turns,
+        max_first_observation_chars=result.max_first_observation_chars,
+        runtime_s=round(time.perf_counter() - runtime_start, 4),
+    )
+    message = f"passed: {len(result.seeds)} seeds, {result.steps} probe steps, solution wins in {result.solution_turns} turn(s)"
+    return report(True, None, message, "runtime", checks)
+
+
+def validate_many(
+    items: Iterable[ValidationItem],
+    *,
+    workers: int = 2,
+    progress: bool = True,
+    config: ss.SandboxConfig | None = None,
+    pool: ss.SandboxPool | None = None,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+) -> list[ValidationReport]:
+    """Validate ``items`` ``workers`` at a time over one warm ``SandboxPool``; reports in input order.
+
+    Without ``pool`` a pool of ``workers`` warm workers is opened for the call and closed after.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    items = list(items)
+    own_pool = pool is None
+    if pool is None:
+        pool = ss.SandboxPool(config, size=workers)
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spade-validate") as executor, tqdm(
+            total=len(items), desc="validating", unit="env", disable=not progress
+        ) as bar:
+            futures = [
+                executor.submit(
+                    validate_source, item.source, item.hint, skill=item.skill, max_turns=item.max_turns,
+                    pool=pool, env_id=item.env_id, seeds=seeds,
+                )
+                for item in items
+            ]
+            for future in as_completed(futures):
+                bar.update(1)
+            return [future.result() for future in futures]
+    finally:
+        if own_pool:
+            pool.close()
+
+
+def validation_summary(
+    reports: Sequence[ValidationReport], skills: dict[str, str] | None = None, elapsed_s: float | None = None
+) -> dict[str, Any]:
+    """The ``validation_summary.json`` dict: totals, rejections by reason and stage, per skill.
+
+    Infrastructure failures are counted apart (``infrastructure_errors``) and never appear in
+    ``by_reason``: they say nothing about the environment. ``skills`` maps env id to skill.
+    """
+    rejected = [r for r in reports if not r.valid and not r.infrastructure]
+    skills = skills or {}
+    summary: dict[str, Any] = {
+        "total": len(reports),
+        "valid": sum(r.valid for r in reports),
+        "invalid": len(rejected),
+        "infrastructure_errors": sum(r.infrastructure for r in reports),
+        "by_reason": dict(sorted(Counter(r.reason for r in rejected).items())),
+        "by_stage": dict(sorted(Counter(r.stage for r in rejected).items())),
+        "infrastructure_by_reason": dict(sorted(Counter(r.reason for r in reports if r.infrastructure).items())),
+        "by_skill": dict(sorted(Counter(skills.get(r.env_id or "", "unknown") for r in reports).items())),
+        "valid_by_skill": dict(sorted(Counter(skills.get(r.env_id or "", "unknown") for r in reports if r.valid).items())),
+        "validation_s": round(sum(r.wall_s for r in reports), 3),
+    }
+    if elapsed_s is not None:
+        summary["elapsed_s"] = round(elapsed_s, 3)
+    return summary
+
+
+def _corpus_items(corpus: se.Corpus) -> list[ValidationItem]:
+    return [
+        ValidationItem(corpus.sources[rec.id], rec.hint, rec.id, rec.skill, rec.max_turns or se.DEFAULT_MAX_TURNS)
+        for rec in corpus.records
+    ]
+
+
+def validate_corpus(
+    corpus: se.Corpus,
+    *,
+    workers: int = 2,
+    progress: bool = False,
+    config: ss.SandboxConfig | None = None,
+    pool: ss.SandboxPool | None = None,
+    seeds: Sequence[int] = DEFAULT_SEEDS,
+) -> tuple[list[ValidationReport], dict[str, Any]]:
+    """Validate every record of ``corpus``; return the reports and the summary dict.
+
+    ``[r.to_dict() for r in reports]`` are the ``validation_manifest.jsonl`` rows and the
+    summary is ``validation_summary.json`` (pass both to ``spade_envs.write_corpus``).
+    """
+    start = time.perf_counter()
+    reports = validate_many(_corpus_items(corpus), workers=workers, progress=progress, config=config, pool=pool, seeds=seeds)
+    skills = {rec.id: rec.skill for rec in corpus.records}
+    return reports, validation_summary(reports, skills, time.perf_counter() - start)
+
+
+# ---- the `spade-corpus validate` command -------------------------------------------------
+
+
+class _UserError(Exception):
+    """A mistake in the command line or its inputs: one line, exit status 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``spade-corpus validate``."""
+    parser.description = (
+        "Validate environments: a corpus (directory, .jsonl, .parquet or 'example') or single "
+        ".py files with --hint. Exit 0 when all are valid, 1 when some are not, 2 on bad input."
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="corpus directory, .jsonl/.parquet file, 'example', or an environment .py file")
+    parser.add_argument("--hint", metavar="TEXT", help="the privileged hint of the .py files given")
+    parser.add_argument("--max-turns", type=int, default=se.DEFAULT_MAX_TURNS, metavar="N", help="turn limit for .py files (default %(default)s)")
+    parser.add_argument("--out", metavar="REPORT.json", help="write the JSON report here (atomically)")
+    parser.add_argument("--workers", type=int, default=2, metavar="N", help="environments validated at once (default %(default)s)")
+    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
+
+
+def _read_items(paths: Sequence[str], hint: str | None, max_turns: int) -> tuple[list[ValidationItem], dict[str, str]]:
+    items: list[ValidationItem] = []
+    skills: dict[str, str] = {}
+    py_files = [p for p in paths if p.endswith(".py")]
+    if py_files and hint is None:
+        raise _UserError(f"{py_files[0]}: a .py file needs its privileged hint; pass --hint TEXT")
+    if hint is not None and not py_files:
+        raise _UserError("--hint applies to .py files only; a corpus carries its own hints")
+    for path in paths:
+        if path.endswith(".py"):
+            try:
+                source = Path(path).read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise _UserError(f"{path}: no such file; check the path") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise _UserError(f"{path}: cannot read it as UTF-8 text ({type(exc).__name__}); pass a Python source file") from None
+            items.append(ValidationItem(source, hint or "", path, None, max_turns))
+            continue
+        try:
+            corpus = se.load_corpus(path)
+        except se.CorpusError as exc:
+            raise _UserError(str(exc)) from None
+        items += _corpus_items(corpus)
+        skills.update({rec.id: rec.skill for rec in corpus.records})
+    return items, skills
+
+
+def _write_json_atomically(path: Path, data: Any) -> None:
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``spade-corpus validate``; returns the exit status."""
+    try:
+        if args.workers < 1:
+            raise _UserError(f"--workers must be at least 1, got {args.workers}")
+        if args.max_turns < 1:
+            raise _UserError(f"--max-turns must be at least 1, got {args.max_turns}")
+        out = Path(args.out) if args.out else None
+        if out is not None and not out.parent.is_dir():
+            raise _UserError(f"--out {args.out}: directory {out.parent} does not exist; create it first")
+        if out is not None and out.is_dir():
+            raise _UserError(f"--out {args.out} is a directory; name a file such as report.json")
+        items, skills = _read_items(args.paths, args.hint, args.max_turns)
+    except _UserError as exc:
+        print(f"spade-corpus validate: error: {exc}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    reports = validate_many(items, workers=args.workers, progress=not args.no_progress)
+    summary = validation_summary(reports, skills, time.perf_counter() - start)
+    for rep in reports:
+        if not rep.valid:
+            kind = "INFRASTRUCTURE" if rep.infrastructure else "INVALID"
+            print(f"{rep.env_id}: {kind} [{rep.reason}] {rep.message}")
+    if out is not None:
+        _write_json_atomically(out, {"summary": summary, "reports": [r.to_dict() for r in reports]})
+    print(
+        f"{summary['valid']}/{summary['total']} valid, {summary['invalid']} invalid, "
+        f"{summary['infrastructure_errors']} infrastructure errors, in {summary['elapsed_s']:.1f} s"
+        + (f"; report: {out}" if out is not None else "")
+    )
+    return 0 if summary["valid"] == summary["total"] else 1
