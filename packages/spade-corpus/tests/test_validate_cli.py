@@ -1,0 +1,52 @@
+"""`spade-corpus validate` through its add_arguments/run functions: exit codes, report file."""
+
+import argparse
+import json
+from pathlib import Path
+
+from spade_corpus import validate
+
+BAD_ENVS = Path(__file__).parent / "bad_envs"
+HINT = "Binary search: guess the midpoint of the numbers still possible."
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="spade-corpus validate")
+    validate.add_arguments(parser)
+    return validate.run(parser.parse_args([*argv, "--no-progress"]))
+
+
+def test_example_corpus_exit_0_and_report(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    out.write_text("old")
+    assert main(["example", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["summary"]["valid"] == 12 and len(report["reports"]) == 12
+    assert "12/12 valid" in capsys.readouterr().out
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temp file left
+
+
+def test_py_files_with_one_invalid_exit_1(capsys):
+    files = [str(BAD_ENVS / "valid_guess_number.py"), str(BAD_ENVS / "seed_ignored.py")]
+    assert main([*files, "--hint", HINT]) == 1
+    out = capsys.readouterr().out
+    assert "seed_ignored.py: INVALID [seed_ignored]" in out and "1/2 valid" in out
+
+
+def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
+    bad_jsonl = tmp_path / "broken.jsonl"
+    bad_jsonl.write_text('{"id": "a"\n')
+    cases = [
+        ([str(BAD_ENVS / "valid_guess_number.py")], "--hint TEXT"),
+        ([str(tmp_path / "missing.py"), "--hint", HINT], "no such file"),
+        (["example", "--hint", HINT], "--hint applies to .py files only"),
+        ([str(tmp_path / "nowhere")], "not found"),
+        ([str(bad_jsonl)], "line 1"),
+        (["example", "--out", str(tmp_path / "no" / "r.json")], "does not exist"),
+        (["example", "--workers", "0"], "--workers"),
+    ]
+    for argv, needle in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert needle in err and "\n" not in err and "Traceback" not in err, err
+    assert not (tmp_path / "no").exists()
