@@ -16,18 +16,21 @@ from concurrent.futures import ThreadPoolExecutor
 
 import spade_envs as se
 import spade_sandbox as ss
-
 from spade_corpus.validate import ValidationItem, validate_many, validate_source
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5, help="passes over the 12 games (default %(default)s)")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="passes over the 12 games (default %(default)s)"
+    )
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     corpus = se.load_corpus("example")
     items = [
-        ValidationItem(corpus.sources[r.id], r.hint, r.id, r.skill, r.max_turns or se.DEFAULT_MAX_TURNS)
+        ValidationItem(
+            corpus.sources[r.id], r.hint, r.id, r.skill, r.max_turns or se.DEFAULT_MAX_TURNS
+        )
         for r in corpus.records
     ] * args.repeat
     config = ss.SandboxConfig.from_env()
@@ -50,9 +53,13 @@ def main() -> int:
     n = len(items)
     print(f"{n} validations (example corpus x{args.repeat}), every one valid")
     print(f"warm pool, {args.workers} workers : {pooled_s:6.2f} s  {n / pooled_s:6.1f} envs/s")
-    print(f"fresh interpreter per env, {args.workers} at once: {fresh_s:6.2f} s  {n / fresh_s:6.1f} envs/s")
+    print(
+        f"fresh interpreter per env, {args.workers} at once: {fresh_s:6.2f} s  {n / fresh_s:6.1f} envs/s"
+    )
     print(f"ratio pool / fresh       : {fresh_s / pooled_s:6.2f}x")
-    print(f"projected 60 environments: {60 * pooled_s / n:6.2f} s on the pool (goal < 10 s), {60 * fresh_s / n:.2f} s fresh")
+    print(
+        f"projected 60 environments: {60 * pooled_s / n:6.2f} s on the pool (goal < 10 s), {60 * fresh_s / n:.2f} s fresh"
+    )
     return 0
 
 

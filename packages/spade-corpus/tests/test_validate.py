@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 import spade_envs as se
 import spade_sandbox as ss
-
 from spade_corpus.structural import STRUCTURAL_REASONS
 from spade_corpus.validate import (
     INFRASTRUCTURE_REASONS,
@@ -24,7 +23,13 @@ GOOD = (BAD_ENVS / "valid_guess_number.py").read_text()
 HINT = "Binary search: guess the midpoint of the numbers still possible."
 # check_env codes the sandbox's own return check pre-empts (reported as sandbox_bad_return),
 # and the validator's own fault: no environment can produce them under the sandbox.
-UNREACHABLE_UNDER_SANDBOX = {"reset_return_type", "step_return_type", "reward_not_finite", "info_not_json", "validator_error"}
+UNREACHABLE_UNDER_SANDBOX = {
+    "reset_return_type",
+    "step_return_type",
+    "reward_not_finite",
+    "info_not_json",
+    "validator_error",
+}
 EXERCISED_HERE = {"sandbox_infrastructure", "sandbox_limit_exceeded"}
 
 
@@ -49,21 +54,35 @@ def test_rows_and_summary_round_trip_through_write_corpus(example_validation, tm
     reports, summary = example_validation
     corpus = se.load_corpus("example")
     rows = {r.env_id: r.to_dict() for r in reports}
-    se.write_corpus(tmp_path / "c", corpus.records, corpus.sources, validation=rows, summary=summary)
+    se.write_corpus(
+        tmp_path / "c", corpus.records, corpus.sources, validation=rows, summary=summary
+    )
     again = se.load_corpus(tmp_path / "c")
     assert dict(again.validation) == rows and again.summary == summary
     assert [ValidationReport.from_dict(r) for r in rows.values()] == [
         ValidationReport.from_dict(ValidationReport.to_dict(r)) for r in reports
     ]
-    assert set(rows["math_modular_chain"]) >= {"id", "valid", "reason", "message", "stage", "checks", "wall_s"}
+    assert set(rows["math_modular_chain"]) >= {
+        "id",
+        "valid",
+        "reason",
+        "message",
+        "stage",
+        "checks",
+        "wall_s",
+    }
 
 
 def test_reason_table_covers_every_code_and_every_code_is_exercised():
     assert set(STRUCTURAL_REASONS) | set(se.REASON_CODES) <= set(VALIDATION_REASONS)
     assert {f"sandbox_{c.value}" for c in ss.ReasonCode} <= set(VALIDATION_REASONS)
     assert all(text.strip() for text in VALIDATION_REASONS.values())
-    fixtures = {re.search(r"^# expect: (\w+)", p.read_text(), re.M).group(1) for p in BAD_ENVS.glob("*.py")}
-    assert fixtures - {"valid"} | EXERCISED_HERE | UNREACHABLE_UNDER_SANDBOX == set(VALIDATION_REASONS)
+    fixtures = {
+        re.search(r"^# expect: (\w+)", p.read_text(), re.M).group(1) for p in BAD_ENVS.glob("*.py")
+    }
+    assert fixtures - {"valid"} | EXERCISED_HERE | UNREACHABLE_UNDER_SANDBOX == set(
+        VALIDATION_REASONS
+    )
     for code in UNREACHABLE_UNDER_SANDBOX - {"validator_error"}:
         assert "sandbox_bad_return" in VALIDATION_REASONS[code]
 
@@ -77,7 +96,11 @@ def test_closed_pool_is_infrastructure_not_a_rejection():
     good = validate_source(GOOD, HINT, env_id="h")  # no pool: a fresh interpreter
     assert good.valid, good.message
     summary = validation_summary([report, good])
-    assert summary["infrastructure_errors"] == 1 and summary["invalid"] == 0 and summary["by_reason"] == {}
+    assert (
+        summary["infrastructure_errors"] == 1
+        and summary["invalid"] == 0
+        and summary["by_reason"] == {}
+    )
     assert summary["infrastructure_by_reason"] == {"sandbox_infrastructure": 1}
 
 
@@ -90,7 +113,11 @@ def test_sandbox_episode_limit_is_reported():
 
 def test_validate_many_keeps_order_and_summary_counts():
     bad = (BAD_ENVS / "solution_fails.py").read_text()
-    items = [ValidationItem(GOOD, HINT, "a"), ValidationItem(bad, HINT, "b"), ValidationItem("x = (", HINT, "c")]
+    items = [
+        ValidationItem(GOOD, HINT, "a"),
+        ValidationItem(bad, HINT, "b"),
+        ValidationItem("x = (", HINT, "c"),
+    ]
     reports = validate_many(items, workers=2, progress=False)
     assert [r.env_id for r in reports] == ["a", "b", "c"]
     assert [r.reason for r in reports] == [None, "solution_fails", "syntax_error"]

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import spade_sandbox as ss
-
 from spade_corpus.structural import STRUCTURAL_REASONS
 from spade_corpus.validate import VALIDATION_REASONS, validate_source
 
@@ -34,7 +33,13 @@ def test_fixture_set_has_at_least_25_bad_environments():
 @pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
 def test_fixture_gets_its_expected_reason(path, pool):
     head = headers(path)
-    report = validate_source(path.read_text(), head.get("hint", HINT), skill=head.get("skill"), pool=pool, env_id=path.stem)
+    report = validate_source(
+        path.read_text(),
+        head.get("hint", HINT),
+        skill=head.get("skill"),
+        pool=pool,
+        env_id=path.stem,
+    )
     if head["expect"] == "valid":
         assert report.valid and report.reason is None, report.message
         return

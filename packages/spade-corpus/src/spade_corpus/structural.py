@@ -26,7 +26,12 @@ from typing import Any
 
 import spade_envs as se
 
-__all__ = ["STRUCTURAL_REASONS", "DEFAULT_MAX_SOURCE_BYTES", "StructuralRejection", "check_structure"]
+__all__ = [
+    "STRUCTURAL_REASONS",
+    "DEFAULT_MAX_SOURCE_BYTES",
+    "StructuralRejection",
+    "check_structure",
+]
 
 DEFAULT_MAX_SOURCE_BYTES = 64 * 1024
 """Largest accepted environment source, in UTF-8 bytes (the example games are 3-7 KB)."""
@@ -83,10 +88,16 @@ def _check_imports(tree: ast.Module, allowed: Collection[str]) -> list[str]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                raise _reject("forbidden_import", f"line {node.lineno}: relative import; use only standard-library modules")
+                raise _reject(
+                    "forbidden_import",
+                    f"line {node.lineno}: relative import; use only standard-library modules",
+                )
             names = [node.module or ""]
         elif isinstance(node, ast.Name) and node.id == "__import__":
-            raise _reject("forbidden_import", f"line {node.lineno}: __import__ is not allowed; use an import statement")
+            raise _reject(
+                "forbidden_import",
+                f"line {node.lineno}: __import__ is not allowed; use an import statement",
+            )
         for name in names:
             top = name.partition(".")[0]
             if top not in allowed:
@@ -120,7 +131,11 @@ def _constant_expression_problem(value: ast.expr, modules: set[str]) -> str | No
             root = func
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(func, ast.Attribute) and isinstance(root, ast.Name) and root.id in modules:
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(root, ast.Name)
+                and root.id in modules
+            ):
                 continue
             return f"a call to {ast.unparse(func)}()"
     return None
@@ -129,9 +144,16 @@ def _constant_expression_problem(value: ast.expr, modules: set[str]) -> str | No
 def _check_module_level(tree: ast.Module) -> None:
     modules = _module_names(tree)
     for index, node in enumerate(tree.body):
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(
+            node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ):
             continue
-        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            index == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             continue  # the module docstring
         problem = None
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -152,7 +174,9 @@ def _check_module_level(tree: ast.Module) -> None:
             )
 
 
-def _class_methods(tree: ast.Module, cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+def _class_methods(
+    tree: ast.Module, cls: ast.ClassDef
+) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """Methods of ``cls`` including those of base classes defined in the same module."""
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -165,7 +189,9 @@ def _class_methods(tree: ast.Module, cls: ast.ClassDef) -> dict[str, ast.Functio
         for item in current.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 methods.setdefault(item.name, item)
-        order += [classes[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in classes]
+        order += [
+            classes[b.id] for b in current.bases if isinstance(b, ast.Name) and b.id in classes
+        ]
     return methods
 
 
@@ -178,13 +204,21 @@ def _required_positional(args: ast.arguments) -> int:
 def _check_signatures(methods: dict[str, Any], class_name: str) -> None:
     missing = [m for m in REQUIRED_METHODS if m not in methods]
     if missing:
-        raise _reject("missing_method", f"class {class_name} has no {', '.join(missing)}; define every contract method")
+        raise _reject(
+            "missing_method",
+            f"class {class_name} has no {', '.join(missing)}; define every contract method",
+        )
     init = methods.get("__init__")
     if init is None:
-        raise _reject("init_signature", f"class {class_name} has no __init__; define __init__(self, max_turns=10, **kwargs)")
+        raise _reject(
+            "init_signature",
+            f"class {class_name} has no __init__; define __init__(self, max_turns=10, **kwargs)",
+        )
     args = init.args
     takes_max_turns = any(a.arg == "max_turns" for a in args.args + args.kwonlyargs)
-    required_kwonly = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    required_kwonly = [
+        a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None
+    ]
     if not takes_max_turns or args.kwarg is None or _required_positional(args) or required_kwonly:
         raise _reject(
             "init_signature",
@@ -195,27 +229,43 @@ def _check_signatures(methods: dict[str, Any], class_name: str) -> None:
         args = methods[name].args
         positional = len(args.posonlyargs + args.args) - 1
         if _required_positional(args) > wanted or (positional < wanted and args.vararg is None):
-            raise _reject("method_signature", f"{class_name}.{name} must take {wanted or 'no'} argument(s) besides self")
+            raise _reject(
+                "method_signature",
+                f"{class_name}.{name} must take {wanted or 'no'} argument(s) besides self",
+            )
     reset = methods["reset"].args
     if not any(a.arg == "seed" for a in reset.args + reset.kwonlyargs) and reset.kwarg is None:
-        raise _reject("method_signature", f"{class_name}.reset must accept seed: def reset(self, seed=None)")
+        raise _reject(
+            "method_signature", f"{class_name}.reset must accept seed: def reset(self, seed=None)"
+        )
 
 
 def _check_skill(cls: ast.ClassDef, class_name: str, expected: str | None) -> str | None:
     declared = None
     for item in cls.body:
-        if isinstance(item, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "skill" for t in item.targets):
+        if isinstance(item, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "skill" for t in item.targets
+        ):
             declared = item.value
-        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == "skill":
+        elif (
+            isinstance(item, ast.AnnAssign)
+            and isinstance(item.target, ast.Name)
+            and item.target.id == "skill"
+        ):
             declared = item.value
     if not (isinstance(declared, ast.Constant) and isinstance(declared.value, str)):
         return None  # absent or computed: the record's skill stands
     skill = declared.value
     known = (*se.SKILLS, se.TOOL_USE)
     if skill not in known:
-        raise _reject("unknown_skill", f"{class_name}.skill is {skill!r}; use one of {', '.join(known)}")
+        raise _reject(
+            "unknown_skill", f"{class_name}.skill is {skill!r}; use one of {', '.join(known)}"
+        )
     if expected is not None and skill != expected:
-        raise _reject("skill_mismatch", f"{class_name}.skill is {skill!r} but the environment was made for {expected!r}; make them agree")
+        raise _reject(
+            "skill_mismatch",
+            f"{class_name}.skill is {skill!r} but the environment was made for {expected!r}; make them agree",
+        )
     return skill
 
 
@@ -232,7 +282,9 @@ def check_structure(
     """
     size = len(source.encode("utf-8", errors="surrogatepass"))
     if size > max_source_bytes:
-        raise _reject("source_too_large", f"the source is {size} bytes (limit {max_source_bytes}); shorten it")
+        raise _reject(
+            "source_too_large", f"the source is {size} bytes (limit {max_source_bytes}); shorten it"
+        )
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -241,7 +293,9 @@ def check_structure(
         raise _reject("syntax_error", f"{exc}; fix the source text") from None
     imports = _check_imports(tree, allowed_imports)
     _check_module_level(tree)
-    env_classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Env")]
+    env_classes = [
+        n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Env")
+    ]
     if len(env_classes) != 1:
         code = "no_env_class" if not env_classes else "multiple_env_classes"
         try:
@@ -252,4 +306,9 @@ def check_structure(
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name)
     _check_signatures(_class_methods(tree, cls), class_name)
     declared_skill = _check_skill(cls, class_name, skill)
-    return {"class_name": class_name, "source_bytes": size, "imports": imports, "declared_skill": declared_skill}
+    return {
+        "class_name": class_name,
+        "source_bytes": size,
+        "imports": imports,
+        "declared_skill": declared_skill,
+    }

@@ -37,7 +37,12 @@ import spade_envs as se
 import spade_sandbox as ss
 from tqdm import tqdm
 
-from .structural import DEFAULT_MAX_SOURCE_BYTES, STRUCTURAL_REASONS, StructuralRejection, check_structure
+from .structural import (
+    DEFAULT_MAX_SOURCE_BYTES,
+    STRUCTURAL_REASONS,
+    StructuralRejection,
+    check_structure,
+)
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -59,7 +64,13 @@ DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 _MASKED = " (inside the sandbox the host's own check reports this first, as sandbox_bad_return)"
 _RUNTIME_REASONS: dict[str, str] = {
     **{
-        code: text + (_MASKED if code in {"reset_return_type", "step_return_type", "reward_not_finite", "info_not_json"} else "")
+        code: text
+        + (
+            _MASKED
+            if code
+            in {"reset_return_type", "step_return_type", "reward_not_finite", "info_not_json"}
+            else ""
+        )
         for code, text in se.REASON_CODES.items()
     },
     "solution_leaked": "the final action of solution() appears in the first observation of every seed",
@@ -78,7 +89,9 @@ _SANDBOX_DESCRIPTIONS: dict[str, str] = {
     "infrastructure": "the sandbox itself failed (no worker could start, pool closed); not the environment's fault",
 }
 _SANDBOX_REASONS: dict[str, str] = {
-    f"sandbox_{code.value}": _SANDBOX_DESCRIPTIONS.get(code.value, f"the sandbox reported {code.value!r}")
+    f"sandbox_{code.value}": _SANDBOX_DESCRIPTIONS.get(
+        code.value, f"the sandbox reported {code.value!r}"
+    )
     for code in ss.ReasonCode
 }
 
@@ -165,7 +178,9 @@ def _one_line(text: str) -> str:
 
 
 class _RuntimeFailure(Exception):
-    def __init__(self, reason: str, message: str, sandbox_reason: str | None, infrastructure: bool) -> None:
+    def __init__(
+        self, reason: str, message: str, sandbox_reason: str | None, infrastructure: bool
+    ) -> None:
         super().__init__(reason, message)
         self.reason, self.message = reason, message
         self.sandbox_reason, self.infrastructure = sandbox_reason, infrastructure
@@ -176,7 +191,9 @@ def _classify(code: str | None, message: str, cause: BaseException | None) -> _R
     if isinstance(cause, ss.SandboxError):
         sandbox_reason = ss.ReasonCode(cause.reason).value
         if sandbox_reason != ss.ReasonCode.ENV_EXCEPTION.value or code is None:
-            return _RuntimeFailure(f"sandbox_{sandbox_reason}", message, sandbox_reason, cause.is_infrastructure)
+            return _RuntimeFailure(
+                f"sandbox_{sandbox_reason}", message, sandbox_reason, cause.is_infrastructure
+            )
         return _RuntimeFailure(code, message, sandbox_reason, False)
     return _RuntimeFailure(code or "validator_error", message, None, code is None)
 
@@ -220,16 +237,26 @@ def _check_leak_and_close(
 
 
 def _run_checks(
-    source: str, hint: str, class_name: str, max_turns: int, seeds: Sequence[int], config: Any, pool: Any
+    source: str,
+    hint: str,
+    class_name: str,
+    max_turns: int,
+    seeds: Sequence[int],
+    config: Any,
+    pool: Any,
 ) -> se.CheckReport:
-    factory = se.load_env(source, class_name, sandbox=True, sandbox_config=config, sandbox_pool=pool)
+    factory = se.load_env(
+        source, class_name, sandbox=True, sandbox_config=config, sandbox_pool=pool
+    )
     try:
         report = se.check_env(factory, seeds=seeds, max_turns=max_turns, hint=hint)
         _check_leak_and_close(source, class_name, max_turns, seeds, config, pool)
     except se.ContractError as exc:
         raise _classify(exc.code, _one_line(exc.message), exc.__cause__) from exc
     except ss.SandboxError as exc:  # a call check_env does not wrap, or the leak check's
-        raise _classify(None, _one_line(f"an environment call raised {type(exc).__name__}: {exc.message}"), exc) from exc
+        raise _classify(
+            None, _one_line(f"an environment call raised {type(exc).__name__}: {exc.message}"), exc
+        ) from exc
     return report
 
 
@@ -254,20 +281,42 @@ def validate_source(
     if pool is not None and config is not None and config != pool.config:
         raise ValueError("pass either a pool or a config, not a pool with a different config")
     if skill is not None and skill not in (*se.SKILLS, se.TOOL_USE):
-        raise ValueError(f"unknown skill {skill!r}; use one of {', '.join((*se.SKILLS, se.TOOL_USE))}")
+        raise ValueError(
+            f"unknown skill {skill!r}; use one of {', '.join((*se.SKILLS, se.TOOL_USE))}"
+        )
     seeds = tuple(seeds)
     if not seeds:
         raise ValueError("validate_source needs at least one seed")
     config = pool.config if pool is not None else config or ss.SandboxConfig.from_env()
     start = time.perf_counter()
 
-    def report(valid: bool, reason: str | None, message: str, stage: str, checks: dict[str, Any], **extra: Any) -> ValidationReport:
-        return ValidationReport(valid, reason, message, stage, checks, time.perf_counter() - start, env_id, **extra)
+    def report(
+        valid: bool,
+        reason: str | None,
+        message: str,
+        stage: str,
+        checks: dict[str, Any],
+        **extra: Any,
+    ) -> ValidationReport:
+        return ValidationReport(
+            valid, reason, message, stage, checks, time.perf_counter() - start, env_id, **extra
+        )
 
     try:
-        checks = check_structure(source, allowed_imports=config.allowed_imports, skill=skill, max_source_bytes=max_source_bytes)
+        checks = check_structure(
+            source,
+            allowed_imports=config.allowed_imports,
+            skill=skill,
+            max_source_bytes=max_source_bytes,
+        )
     except StructuralRejection as exc:
-        return report(False, exc.code, _one_line(exc.message), "structural", {"structural_s": round(time.perf_counter() - start, 4)})
+        return report(
+            False,
+            exc.code,
+            _one_line(exc.message),
+            "structural",
+            {"structural_s": round(time.perf_counter() - start, 4)},
+        )
     checks["structural_s"] = round(time.perf_counter() - start, 4)
     runtime_start = time.perf_counter()
     try:
@@ -275,8 +324,13 @@ def validate_source(
     except _RuntimeFailure as exc:
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
         return report(
-            False, exc.reason, exc.message, "runtime", checks,
-            infrastructure=exc.infrastructure, sandbox_reason=exc.sandbox_reason,
+            False,
+            exc.reason,
+            exc.message,
+            "runtime",
+            checks,
+            infrastructure=exc.infrastructure,
+            sandbox_reason=exc.sandbox_reason,
         )
     except Exception as exc:  # a validator bug must not be scored as the environment's fault
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
@@ -314,17 +368,26 @@ def validate_many(
     if pool is None:
         pool = ss.SandboxPool(config, size=workers)
     try:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spade-validate") as executor, tqdm(
-            total=len(items), desc="validating", unit="env", disable=not progress
-        ) as bar:
+        with (
+            ThreadPoolExecutor(
+                max_workers=workers, thread_name_prefix="spade-validate"
+            ) as executor,
+            tqdm(total=len(items), desc="validating", unit="env", disable=not progress) as bar,
+        ):
             futures = [
                 executor.submit(
-                    validate_source, item.source, item.hint, skill=item.skill, max_turns=item.max_turns,
-                    pool=pool, env_id=item.env_id, seeds=seeds,
+                    validate_source,
+                    item.source,
+                    item.hint,
+                    skill=item.skill,
+                    max_turns=item.max_turns,
+                    pool=pool,
+                    env_id=item.env_id,
+                    seeds=seeds,
                 )
                 for item in items
             ]
-            for future in as_completed(futures):
+            for _done in as_completed(futures):
                 bar.update(1)
             return [future.result() for future in futures]
     finally:
@@ -333,7 +396,9 @@ def validate_many(
 
 
 def validation_summary(
-    reports: Sequence[ValidationReport], skills: dict[str, str] | None = None, elapsed_s: float | None = None
+    reports: Sequence[ValidationReport],
+    skills: dict[str, str] | None = None,
+    elapsed_s: float | None = None,
 ) -> dict[str, Any]:
     """The ``validation_summary.json`` dict: totals, rejections by reason and stage, per skill.
 
@@ -349,9 +414,17 @@ def validation_summary(
         "infrastructure_errors": sum(r.infrastructure for r in reports),
         "by_reason": dict(sorted(Counter(r.reason for r in rejected).items())),
         "by_stage": dict(sorted(Counter(r.stage for r in rejected).items())),
-        "infrastructure_by_reason": dict(sorted(Counter(r.reason for r in reports if r.infrastructure).items())),
-        "by_skill": dict(sorted(Counter(skills.get(r.env_id or "", "unknown") for r in reports).items())),
-        "valid_by_skill": dict(sorted(Counter(skills.get(r.env_id or "", "unknown") for r in reports if r.valid).items())),
+        "infrastructure_by_reason": dict(
+            sorted(Counter(r.reason for r in reports if r.infrastructure).items())
+        ),
+        "by_skill": dict(
+            sorted(Counter(skills.get(r.env_id or "", "unknown") for r in reports).items())
+        ),
+        "valid_by_skill": dict(
+            sorted(
+                Counter(skills.get(r.env_id or "", "unknown") for r in reports if r.valid).items()
+            )
+        ),
         "validation_s": round(sum(r.wall_s for r in reports), 3),
     }
     if elapsed_s is not None:
@@ -361,7 +434,13 @@ def validation_summary(
 
 def _corpus_items(corpus: se.Corpus) -> list[ValidationItem]:
     return [
-        ValidationItem(corpus.sources[rec.id], rec.hint, rec.id, rec.skill, rec.max_turns or se.DEFAULT_MAX_TURNS)
+        ValidationItem(
+            corpus.sources[rec.id],
+            rec.hint,
+            rec.id,
+            rec.skill,
+            rec.max_turns or se.DEFAULT_MAX_TURNS,
+        )
         for rec in corpus.records
     ]
 
@@ -381,7 +460,14 @@ def validate_corpus(
     summary is ``validation_summary.json`` (pass both to ``spade_envs.write_corpus``).
     """
     start = time.perf_counter()
-    reports = validate_many(_corpus_items(corpus), workers=workers, progress=progress, config=config, pool=pool, seeds=seeds)
+    reports = validate_many(
+        _corpus_items(corpus),
+        workers=workers,
+        progress=progress,
+        config=config,
+        pool=pool,
+        seeds=seeds,
+    )
     skills = {rec.id: rec.skill for rec in corpus.records}
     return reports, validation_summary(reports, skills, time.perf_counter() - start)
 
@@ -399,15 +485,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Validate environments: a corpus (directory, .jsonl, .parquet or 'example') or single "
         ".py files with --hint. Exit 0 when all are valid, 1 when some are not, 2 on bad input."
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="corpus directory, .jsonl/.parquet file, 'example', or an environment .py file")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="corpus directory, .jsonl/.parquet file, 'example', or an environment .py file",
+    )
     parser.add_argument("--hint", metavar="TEXT", help="the privileged hint of the .py files given")
-    parser.add_argument("--max-turns", type=int, default=se.DEFAULT_MAX_TURNS, metavar="N", help="turn limit for .py files (default %(default)s)")
-    parser.add_argument("--out", metavar="REPORT.json", help="write the JSON report here (atomically)")
-    parser.add_argument("--workers", type=int, default=2, metavar="N", help="environments validated at once (default %(default)s)")
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=se.DEFAULT_MAX_TURNS,
+        metavar="N",
+        help="turn limit for .py files (default %(default)s)",
+    )
+    parser.add_argument(
+        "--out", metavar="REPORT.json", help="write the JSON report here (atomically)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="environments validated at once (default %(default)s)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
 
 
-def _read_items(paths: Sequence[str], hint: str | None, max_turns: int) -> tuple[list[ValidationItem], dict[str, str]]:
+def _read_items(
+    paths: Sequence[str], hint: str | None, max_turns: int
+) -> tuple[list[ValidationItem], dict[str, str]]:
     items: list[ValidationItem] = []
     skills: dict[str, str] = {}
     py_files = [p for p in paths if p.endswith(".py")]
@@ -422,7 +529,9 @@ def _read_items(paths: Sequence[str], hint: str | None, max_turns: int) -> tuple
             except FileNotFoundError:
                 raise _UserError(f"{path}: no such file; check the path") from None
             except (OSError, UnicodeDecodeError) as exc:
-                raise _UserError(f"{path}: cannot read it as UTF-8 text ({type(exc).__name__}); pass a Python source file") from None
+                raise _UserError(
+                    f"{path}: cannot read it as UTF-8 text ({type(exc).__name__}); pass a Python source file"
+                ) from None
             items.append(ValidationItem(source, hint or "", path, None, max_turns))
             continue
         try:
@@ -455,7 +564,9 @@ def run(args: argparse.Namespace) -> int:
             raise _UserError(f"--max-turns must be at least 1, got {args.max_turns}")
         out = Path(args.out) if args.out else None
         if out is not None and not out.parent.is_dir():
-            raise _UserError(f"--out {args.out}: directory {out.parent} does not exist; create it first")
+            raise _UserError(
+                f"--out {args.out}: directory {out.parent} does not exist; create it first"
+            )
         if out is not None and out.is_dir():
             raise _UserError(f"--out {args.out} is a directory; name a file such as report.json")
         items, skills = _read_items(args.paths, args.hint, args.max_turns)
