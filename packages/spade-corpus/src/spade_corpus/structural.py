@@ -4,14 +4,14 @@
 code and a one-line message saying how to fix it) for the first rule it breaks:
 
 * the source fits ``max_source_bytes`` and parses;
-* exactly one top-level class whose name ends in ``Env`` (found with ``spade_envs.find_env_class``);
-* that class (or a base class defined in the module) defines ``reset``, ``step``, ``solution``
-  and ``close`` with callable signatures, and an ``__init__`` that takes ``max_turns`` and
-  ``**kwargs``;
 * every ``import`` names a module of the sandbox's allow-list, and ``__import__`` is not used;
 * module level holds only a docstring, imports, function and class definitions and constant
   assignments (to plain names, of expressions that call nothing but pure builtins, functions
   of imported modules and comprehensions) — importing the module has no side effects;
+* exactly one top-level class whose name ends in ``Env`` (found with ``spade_envs.find_env_class``);
+* that class (or a base class defined in the module) defines ``reset``, ``step``, ``solution``
+  and ``close`` with callable signatures, and an ``__init__`` that takes ``max_turns`` and
+  ``**kwargs``;
 * a literal ``skill`` class attribute names a known skill, and the expected one when given.
 
 These rules are conservative on purpose: a designer that writes a module-level ``print`` or
