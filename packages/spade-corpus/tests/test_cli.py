@@ -21,7 +21,7 @@ def corpus_dir(tmp_path):
 def test_every_command_is_listed_in_help():
     out = cli("--help")
     assert out.returncode == 0
-    for name in ["verify", "checksum", "dedup", "pack", "stats", "sample-grounding"]:
+    for name in ["validate", "verify", "checksum", "dedup", "pack", "stats", "sample-grounding"]:
         assert name in out.stdout
 
 

@@ -1,7 +1,7 @@
 """spade-corpus: corpus tools for SPADE (see the package README).
 
 Checksums and manifests, verification naming every bad record, exact and near-duplicate
-detection, lossless directory/JSONL/Parquet packing, statistics with a chart, the grounding
+detection, the validation pipeline, lossless directory/JSONL/Parquet packing, statistics with a chart, the grounding
 sampler and the environment memory.
 """
 
@@ -42,11 +42,27 @@ from .pack import (
     write_packed,
 )
 from .stats import corpus_stats, write_stats_chart
+from .structural import DEFAULT_MAX_SOURCE_BYTES, STRUCTURAL_REASONS, StructuralRejection, check_structure
+from .validate import (
+    DEFAULT_SEEDS,
+    INFRASTRUCTURE_REASONS,
+    VALIDATION_REASONS,
+    ValidationItem,
+    ValidationReport,
+    validate_corpus,
+    validate_many,
+    validate_source,
+    validation_summary,
+)
 
 __version__ = _version("spade-corpus")
 
 __all__ = [
     "__version__",
+    # validation
+    "validate_source", "validate_many", "validate_corpus", "validation_summary", "ValidationReport",
+    "ValidationItem", "VALIDATION_REASONS", "INFRASTRUCTURE_REASONS", "DEFAULT_SEEDS",
+    "check_structure", "StructuralRejection", "STRUCTURAL_REASONS", "DEFAULT_MAX_SOURCE_BYTES",
     # checksums and verification
     "CHUNK_BYTES", "Problem", "VerifyReport", "corpus_checksum", "corpus_manifest", "record_digest",
     "sha256_file", "verify",

@@ -16,6 +16,7 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: command -> (module, add-arguments function, run function, help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
+    "validate": ("validate", "add_arguments", "run", "validate environments (structural + sandboxed runtime checks)"),
     "verify": ("checksum", "add_verify_arguments", "run_verify", "re-check every checksum and name every bad record"),
     "checksum": ("checksum", "add_checksum_arguments", "run_checksum", "print the corpus manifest summary (counts, whole-corpus checksum)"),
     "dedup": ("dedup", "add_arguments", "run", "find exact and near-duplicate environments"),
