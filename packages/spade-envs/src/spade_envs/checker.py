@@ -202,7 +202,9 @@ def check_env(
         raise _fail("construct_failed", f"constructing with max_turns={max_turns} raised {type(exc).__name__}: {exc}", exc) from exc
     if hint is not None and not hint.strip():
         raise _fail("hint_empty", "the hint is empty; write one or two sentences of strategy")
-    firsts: list[str] = []
+    # What each seed's episode looked like (first observation, probe replies, solution): hidden
+    # state may differ while the first observation does not, so all of it is compared.
+    fingerprints: list[list[object]] = []
     transcripts: list[list[tuple[str, str, float, bool, bool]]] = []
     steps = probes = solution_turns = first_chars = 0
     try:
@@ -210,7 +212,7 @@ def check_env(
             first = _reset(env, seed, max_observation_chars)
             if _reset(env, seed, max_observation_chars) != first:
                 raise _fail("nondeterministic", f"reset(seed={seed}) twice gave different observations; draw randomness only from random.Random(seed)")
-            firsts.append(first)
+            fingerprints.append([first])
             first_chars = max(first_chars, len(first))
             episode_start = len(transcripts)
             for actions in _probe_actions(first):
@@ -221,9 +223,7 @@ def check_env(
                 if not (last[3] or last[4]):
                     raise _fail("no_termination", f"seed={seed}: a probe episode ran {max_turns} steps without terminated or truncated; truncate at max_turns")
                 transcripts.append(transcript)
-            # Hidden state may differ while the first observation does not (a secret number):
-            # compare what the probes saw as well.
-            firsts[-1] += "\0" + repr(transcripts[episode_start:])
+            fingerprints[-1].append(transcripts[episode_start:])
             _, again = play_actions(env, seed, _probe_actions(first)[-1], max_turns, max_observation_chars)
             if again != transcripts[-1]:
                 raise _fail("nondeterministic", f"seed={seed}: replaying the same actions gave a different transcript; keep all state in the instance and seed it in reset")
@@ -249,8 +249,8 @@ def check_env(
                 if not _won(played) or len(played) > len(solution_actions(text)):
                     raise _fail("solution_fails", f"seed={seed}: playing solution() did not win within {max_turns} turns; fix solution() or the win check")
                 solution_turns = max(solution_turns, len(played))
-                firsts[-1] += "\0" + text
-        if len(seeds) > 1 and len(set(firsts)) == 1:
+                fingerprints[-1].append(text)
+        if len(seeds) > 1 and all(f == fingerprints[0] for f in fingerprints):
             raise _fail("seed_ignored", f"seeds {list(seeds)} all gave identical episodes (observations, probe replies and solution); build the episode from random.Random(seed)")
     except BaseException:
         try:
