@@ -1,0 +1,100 @@
+"""The policy backend interface and the backend registry.
+
+The self-play loop talks to exactly one object implementing :class:`PolicyBackend`:
+
+* ``generate`` — batched chat completions with per-token log-probs;
+* ``train_step`` — the joint GRPO/PPO-clip loss over both roles' samples and one optimizer step;
+* ``save`` / ``load`` — a complete, exactly resumable checkpoint (weights, optimizer, RNG);
+* ``publish_weights`` — make the latest weights visible to the inference side (a no-op when
+  training and generation share the same model object).
+
+``local`` (PyTorch + transformers), ``ray`` and ``tinker`` implement it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from spade_train.types import Generation, Message, SamplingParams, TrainSample
+
+
+@runtime_checkable
+class PolicyBackend(Protocol):
+    name: str
+
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        params: SamplingParams,
+        tools: Sequence[dict[str, Any]] | None = None,
+    ) -> list[Generation]:
+        """Complete every conversation once (the chat template's generation prompt is added).
+
+        ``tools`` (JSON-schema function specs) are passed to the chat template's ``tools=``
+        argument where the template supports it.
+        """
+        ...
+
+    def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:
+        """One optimizer step over the joint batch; returns scalar metrics
+        (at least ``loss``, ``grad_norm``, ``tokens``, ``clip_frac``)."""
+        ...
+
+    def save(self, path: Path) -> None:
+        """Write a complete checkpoint into the directory ``path`` (atomically)."""
+        ...
+
+    def load(self, path: Path) -> None:
+        """Restore the state written by :meth:`save`."""
+        ...
+
+    def publish_weights(self) -> None:
+        """Push the current weights to the generation side."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class BackendError(RuntimeError):
+    """A backend could not be created or used; the message names the problem and the fix."""
+
+
+BackendFactory = Callable[..., PolicyBackend]
+_REGISTRY: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str, factory: BackendFactory) -> None:
+    """Make ``make_backend(name, ...)`` call ``factory(**options)``."""
+    _REGISTRY[name] = factory
+
+
+def available_backends() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def make_backend(name: str, **options: Any) -> PolicyBackend:
+    """Create the backend registered as ``name`` with its keyword options."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise BackendError(
+            f"unknown backend {name!r}; choose one of {', '.join(sorted(_REGISTRY)) or '(none)'}"
+        )
+    return _REGISTRY[name](**options)
+
+
+def _load_builtin() -> None:
+    # Built-in backends register themselves on import; optional ones may be missing extras.
+    import importlib
+
+    for module in ("local", "ray", "tinker"):
+        try:
+            importlib.import_module(f"spade_train.backends.{module}")
+        except ModuleNotFoundError as exc:
+            # A missing optional extra (ray, tinker) hides that backend; a missing backend
+            # module is fine too. Any other import error is a bug and propagates.
+            if exc.name is None or exc.name.startswith("spade_train"):
+                if exc.name != f"spade_train.backends.{module}":
+                    raise
