@@ -28,12 +28,14 @@ class PolicyBackend(Protocol):
         self,
         conversations: Sequence[Sequence[Message]],
         params: SamplingParams,
-        tools: Sequence[dict[str, Any]] | None = None,
+        tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
     ) -> list[Generation]:
         """Complete every conversation once (the chat template's generation prompt is added).
 
-        ``tools`` (JSON-schema function specs) are passed to the chat template's ``tools=``
-        argument where the template supports it.
+        ``tools``, when given, has one entry per conversation: that conversation's tool specs
+        (OpenAI-style ``{"type": "function", "function": {name, description, parameters}}``
+        dicts) or ``None``. They are passed to the chat template's ``tools=`` argument where
+        the template supports it.
         """
         ...
 
