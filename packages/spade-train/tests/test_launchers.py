@@ -1,0 +1,47 @@
+"""Every launcher in cmd/ dry-runs its recipe (needs the ``spade train`` CLI and ``uv``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+LAUNCHERS = sorted(p for p in (ROOT / "cmd").rglob("*.sh") if not p.name.startswith("_"))
+
+
+def _recipe_of(script: Path) -> str:
+    match = re.search(r"^spade_launch (\S+)", script.read_text(), re.MULTILINE)
+    assert match, f"{script} does not call spade_launch"
+    return match.group(1)
+
+
+def test_launcher_matrix_is_complete() -> None:
+    names = {str(p.relative_to(ROOT / "cmd")) for p in LAUNCHERS}
+    for size in ("4b", "8b", "30b"):
+        for stem in ("train_spade", "train_fixed_static", "train_fixed_procedural"):
+            assert f"games/{stem}_{size}.sh" in names
+        assert f"tool_use/train_spade_{size}.sh" in names
+    for ablation in ("no_hint_regret", "no_role_norm", "no_memory", "no_grounding"):
+        assert f"ablations/{ablation}.sh" in names
+    assert any(n.startswith("tinker/") for n in names)
+    for folder in {p.parent for p in LAUNCHERS} | {ROOT / "cmd" / "tinker"}:
+        assert (folder / "README.md").exists() or (folder.parent / "README.md").exists()
+
+
+@pytest.mark.parametrize("script", LAUNCHERS, ids=lambda p: str(p.relative_to(ROOT / "cmd")))
+def test_launcher_dry_run(script: Path, tmp_path: Path) -> None:
+    if shutil.which("uv") is None:
+        pytest.skip("uv is not on PATH; the launchers call `uv run spade`")
+    text = script.read_text()
+    assert "set -euo pipefail" in text
+    env = dict(os.environ, DRY_RUN="1", WORKSPACE_DIR=str(tmp_path), UV_NO_SYNC="1")
+    proc = subprocess.run(
+        ["bash", str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert _recipe_of(script) in proc.stdout
