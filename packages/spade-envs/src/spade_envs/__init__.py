@@ -6,6 +6,7 @@ from importlib.metadata import version as _version
 from .chat import (
     DEFAULT_SYSTEM_PROMPT,
     FORMAT_REMINDER,
+    TOOL_SYSTEM_PROMPT,
     Agent,
     BatchAgent,
     EpisodeError,
@@ -15,6 +16,7 @@ from .chat import (
     OpenAIChatAgent,
     ParsedAction,
     RandomAgent,
+    RandomToolAgent,
     ReplayAgent,
     TurnRecord,
     parse_action,
@@ -52,6 +54,7 @@ from .corpus import (
     load_corpus,
     resolve_corpus_path,
     sha256_text,
+    tool_use_corpus_path,
     write_corpus,
 )
 from .errors import (
@@ -68,6 +71,19 @@ from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
 from .registry import NAMESPACE, make_corpus_env, register_corpus
 from .registry import _register_example as _register_example
 from .source import SandboxedFactory, find_env_class, load_env, load_env_class
+from .tools import (
+    PARSE_OUTCOMES,
+    TOOL_CALL_FORMAT_TEXT,
+    ToolCall,
+    ToolCallParse,
+    argument_problems,
+    canonical_action,
+    openai_tool_specs,
+    parse_tool_calls,
+    render_tools_text,
+    tool_contract_text,
+    tool_schema_problems,
+)
 
 __version__ = _version("spade-envs")
 
@@ -88,6 +104,11 @@ __all__ = [
     "Message", "Agent", "BatchAgent", "ParsedAction", "parse_action", "TurnRecord", "EpisodeError",
     "EpisodeResult", "EpisodeSpec", "run_episode", "run_episodes", "write_transcript",
     "RandomAgent", "ReplayAgent", "OpenAIChatAgent", "DEFAULT_SYSTEM_PROMPT", "FORMAT_REMINDER",
+    "RandomToolAgent", "TOOL_SYSTEM_PROMPT",
+    # tool use
+    "PARSE_OUTCOMES", "TOOL_CALL_FORMAT_TEXT", "ToolCall", "ToolCallParse", "parse_tool_calls",
+    "canonical_action", "render_tools_text", "openai_tool_specs", "tool_schema_problems",
+    "argument_problems", "tool_contract_text", "tool_use_corpus_path",
     # corpus
     "EnvRecord", "Corpus", "load_corpus", "write_corpus", "resolve_corpus_path", "example_corpus_path",
     "sha256_text", "RECORD_SCHEMA",

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .core import DEFAULT_MAX_TURNS, EnvFactory, TextEnvironment, episode_return, with_hint
+from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
 __all__ = [
     "Message",
@@ -55,6 +56,8 @@ __all__ = [
     "OpenAIChatAgent",
     "DEFAULT_SYSTEM_PROMPT",
     "FORMAT_REMINDER",
+    "TOOL_SYSTEM_PROMPT",
+    "RandomToolAgent",
 ]
 
 Message = dict[str, str]
@@ -62,6 +65,11 @@ Message = dict[str, str]
 DEFAULT_SYSTEM_PROMPT = (
     "You are playing a text game. Read each observation, think briefly, then end your reply with "
     "your move. Write answers as \\boxed{...} exactly as the game asks."
+)
+TOOL_SYSTEM_PROMPT = (
+    "You are solving a task with tools. Call tools to gather what you need, reading each result "
+    "before the next call. When you know the answer, reply with \\boxed{your final answer} and no "
+    "tool call."
 )
 FORMAT_REMINDER = "No action found in your reply. End your reply with your move, e.g. \\boxed{...}."
 
@@ -133,6 +141,9 @@ class TurnRecord:
     terminated: bool
     truncated: bool
     info: dict[str, Any] = field(default_factory=dict)
+    #: tool-use episodes: the parse outcome (a key of spade_envs.PARSE_OUTCOMES) and the calls
+    parse_outcome: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -158,6 +169,7 @@ class EpisodeResult:
     truncated: bool
     error: EpisodeError | None = None
     wall_s: float = 0.0
+    tools: list[dict[str, Any]] | None = None
 
     @property
     def won(self) -> bool:
@@ -177,6 +189,8 @@ class EpisodeSpec:
     env_id: str = "env"
     max_turns: int = DEFAULT_MAX_TURNS
     env_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: the environment's tool specs; None reads the ``tools`` attribute of the built environment
+    tools: list[dict[str, Any]] | None = None
 
 
 def _boundary(exc: BaseException) -> str:
@@ -187,10 +201,13 @@ def _boundary(exc: BaseException) -> str:
 
 
 class _Episode:
-    def __init__(self, spec: EpisodeSpec, system_prompt: str | None):
+    def __init__(self, spec: EpisodeSpec, system_prompt: str | None, native_tools: bool = False):
         self.spec = spec
         self.env: TextEnvironment | None = None
-        self.messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        self.system_prompt = system_prompt
+        self.native_tools = native_tools
+        self.tools: list[dict[str, Any]] | None = spec.tools
+        self.messages: list[Message] = []
         self.turns: list[TurnRecord] = []
         self.done = False
         self.terminated = self.truncated = False
@@ -205,12 +222,53 @@ class _Episode:
         try:
             self.env = self.spec.factory(**{"max_turns": self.spec.max_turns, **self.spec.env_kwargs})
             observation, _ = self.env.reset(seed=self.spec.seed)
+            if self.tools is None:
+                found = getattr(self.env, "tools", None)
+                self.tools = [dict(t) for t in found] if isinstance(found, (list, tuple)) and found else None
         except Exception as exc:
             self.fail(_boundary(exc), exc)
             return
+        system = self.system_prompt
+        if self.tools is not None:
+            system = TOOL_SYSTEM_PROMPT if system == DEFAULT_SYSTEM_PROMPT else system
+            if not self.native_tools:
+                system = f"{system}\n\n{render_tools_text(self.tools)}" if system else render_tools_text(self.tools)
+        if system:
+            self.messages.append({"role": "system", "content": system})
         self.messages.append({"role": "user", "content": with_hint(observation, self.spec.hint)})
 
+    def advance_tools(self, reply: str) -> None:
+        parsed = parse_tool_calls(reply, self.tools)
+        action = canonical_action(parsed)
+        self.messages.append({"role": "assistant", "content": reply})
+        if action is None:
+            observation = f"error ({parsed.outcome}): {parsed.error}\n{TOOL_CALL_FORMAT_TEXT}"
+            reward, terminated, truncated, info = 0.0, False, False, {}
+        else:
+            try:
+                observation, reward, terminated, truncated, info = self.env.step(action)
+                reward = float(reward)
+                if not math.isfinite(reward):
+                    raise ValueError(f"step returned a non-finite reward {reward}")
+            except Exception as exc:
+                self.fail(_boundary(exc), exc)
+                return
+        if not terminated and len(self.turns) + 1 >= self.spec.max_turns:
+            truncated = True
+        calls = [c.to_dict() for c in parsed.calls] or None
+        self.turns.append(TurnRecord(
+            reply, action or reply, action is None, observation, reward, bool(terminated), bool(truncated), info,
+            parse_outcome=parsed.outcome, tool_calls=calls,
+        ))
+        role = "tool" if parsed.outcome == "tool_calls" else "user"
+        self.messages.append({"role": role, "content": observation})
+        if terminated or truncated:
+            self.terminated, self.truncated, self.done = bool(terminated), bool(truncated), True
+
     def advance(self, reply: str, on_malformed: str) -> None:
+        if self.tools is not None:
+            self.advance_tools(reply)
+            return
         parsed = parse_action(reply)
         self.messages.append({"role": "assistant", "content": reply})
         if parsed.malformed and on_malformed == "reprompt":
@@ -241,7 +299,7 @@ class _Episode:
         ret = 0.0 if self.error else episode_return(final, self.terminated)
         return EpisodeResult(
             self.spec.env_id, self.spec.seed, bool(self.spec.hint), self.messages, self.turns, ret,
-            self.terminated, self.truncated, self.error, time.perf_counter() - self.started,
+            self.terminated, self.truncated, self.error, time.perf_counter() - self.started, self.tools,
         )
 
 
@@ -256,10 +314,18 @@ def run_episodes(
     """Play many episodes in lockstep: each round, one batched agent call for all live episodes.
 
     ``on_turn(finished, total)`` is called after each round (for progress bars).
+
+    Tool-use episodes (``spec.tools`` or the environment's ``tools`` attribute): an agent with
+    ``accepts_tools = True`` is called as ``agent(batch, tools=[specs or None per chat])`` and
+    renders them natively (``apply_chat_template(..., tools=...)``); any other agent gets the
+    tools as text (:func:`~spade_envs.render_tools_text`) in the system prompt. Replies are
+    parsed with :func:`~spade_envs.parse_tool_calls`; tool results come back as ``"tool"``
+    messages (see the package README).
     """
     if on_malformed not in ("forward", "reprompt"):
         raise ValueError(f"on_malformed must be 'forward' or 'reprompt', not {on_malformed!r}")
-    episodes = [_Episode(spec, system_prompt) for spec in specs]
+    native = bool(getattr(agent, "accepts_tools", False))
+    episodes = [_Episode(spec, system_prompt, native) for spec in specs]
     for ep in episodes:
         ep.start()
     while True:
@@ -267,7 +333,10 @@ def run_episodes(
         if not live:
             break
         try:
-            replies = agent([ep.messages for ep in live])
+            if native:
+                replies = agent([ep.messages for ep in live], tools=[ep.tools for ep in live])
+            else:
+                replies = agent([ep.messages for ep in live])
             if len(replies) != len(live):
                 raise ValueError(f"agent returned {len(replies)} replies for {len(live)} chats")
         except Exception as exc:
@@ -409,3 +478,49 @@ class OpenAIChatAgent:
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(batch)))) as pool:
             return list(pool.map(self, batch))
+
+
+class RandomToolAgent:
+    """A seeded random tool user: random calls with schema-shaped random arguments, or a random answer.
+
+    ``accepts_tools = True``: it is given each chat's tools. Values are drawn from the schema
+    (enums, bounded numbers) or from tokens of the last message; about one reply in four is a
+    final answer ``\\boxed{token}``. Stateless, so batches replay exactly.
+    """
+
+    accepts_tools = True
+
+    def __init__(self, seed: int = 0, answer_rate: float = 0.25):
+        self.seed = seed
+        self.answer_rate = answer_rate
+
+    def _value(self, schema: dict[str, Any], rng: random.Random, tokens: list[str]) -> Any:
+        if "enum" in schema:
+            return rng.choice(schema["enum"])
+        kind = schema.get("type", "string")
+        kind = rng.choice(kind) if isinstance(kind, list) else kind
+        if kind in ("integer", "number"):
+            low, high = schema.get("minimum", 0), schema.get("maximum", 100)
+            return rng.randint(int(low), int(high)) if kind == "integer" else round(rng.uniform(low, high), 2)
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "array":
+            return [self._value(schema.get("items", {}), rng, tokens) for _ in range(rng.randint(0, 2))]
+        if kind == "object":
+            return {k: self._value(v, rng, tokens) for k, v in schema.get("properties", {}).items()}
+        return rng.choice(tokens) if tokens else str(rng.randint(0, 9))
+
+    def reply(self, messages: list[Message], tools: list[dict[str, Any]] | None) -> str:
+        last = messages[-1]["content"] if messages else ""
+        rng = random.Random(f"{self.seed}:{len(messages)}:{last}")
+        tokens = _WORD.findall(last)
+        if not tools or rng.random() < self.answer_rate:
+            token = rng.choice(tokens) if tokens and rng.random() < 0.5 else str(rng.randint(0, 20))
+            return f"\\boxed{{{token}}}"
+        tool = rng.choice(tools)
+        args = self._value(tool.get("parameters", {"type": "object"}), rng, tokens)
+        return "<tool_call>" + json.dumps({"name": tool["name"], "arguments": args}) + "</tool_call>"
+
+    def __call__(self, batch: list[list[Message]], tools: list[list[dict[str, Any]] | None] | None = None) -> list[str]:
+        tools = tools or [None] * len(batch)
+        return [self.reply(m, t) for m, t in zip(batch, tools, strict=True)]

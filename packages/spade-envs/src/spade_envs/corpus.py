@@ -46,6 +46,7 @@ __all__ = [
     "write_corpus",
     "resolve_corpus_path",
     "example_corpus_path",
+    "tool_use_corpus_path",
     "sha256_text",
     "RECORD_SCHEMA",
 ]
@@ -215,10 +216,17 @@ def example_corpus_path() -> Path:
     return Path(__file__).parent / "corpora" / "example"
 
 
+def tool_use_corpus_path() -> Path:
+    """The tool-use corpus shipped inside this package (records carry ``tools`` and ``domain``)."""
+    return Path(__file__).parent / "corpora" / "tool_use"
+
+
 def resolve_corpus_path(name_or_path: str | os.PathLike[str]) -> Path:
     """``"example"`` names the shipped corpus; anything else is a path that must exist."""
     if str(name_or_path) == "example" and not Path("example").exists():
         return example_corpus_path()
+    if str(name_or_path) == "tool_use" and not Path("tool_use").exists():
+        return tool_use_corpus_path()
     path = Path(name_or_path)
     if not path.exists():
         raise CorpusError(f"corpus {str(name_or_path)!r} not found; pass a corpus directory, a .jsonl/.parquet file, or 'example'")
