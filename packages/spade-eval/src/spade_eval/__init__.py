@@ -1,7 +1,36 @@
-"""spade-eval: see the package README."""
+"""spade-eval: offline benchmark runner and result tables (see the package README)."""
 
 from importlib.metadata import version as _version
 
+from .errors import EvalConfigError, EvalDataError, ModelError, SpadeEvalError
+from .metrics import mean_stderr, pass_at_k
+from .models import CallableClient, HFClient, ModelClient, OpenAIClient
+from .render_table import render as render_results
+from .runner import evaluate, load_config, summarize
+from .store import RecordStore
+from .suites import SUITE_NAMES, Item, Score, get_suite
+
 __version__ = _version("spade-eval")
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    "evaluate",
+    "load_config",
+    "summarize",
+    "OpenAIClient",
+    "HFClient",
+    "CallableClient",
+    "ModelClient",
+    "Item",
+    "Score",
+    "SUITE_NAMES",
+    "get_suite",
+    "RecordStore",
+    "pass_at_k",
+    "mean_stderr",
+    "render_results",
+    "SpadeEvalError",
+    "EvalDataError",
+    "EvalConfigError",
+    "ModelError",
+]

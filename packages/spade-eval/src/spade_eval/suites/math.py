@@ -1,0 +1,112 @@
+"""Math: AIME-style integer answers and general answers checked for equivalence.
+
+Data: ``$WORKSPACE_DIR/eval/math/<file>.jsonl``, one ``{"id", "problem", "answer"}`` per line.
+Answers are read from the last ``\\boxed{}`` (else a final "Answer: ..." line); integer golds
+compare as integers, others through math-verify with a sympy fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..errors import EvalDataError
+from . import Item, Score, suite_config, workspace_file
+
+DEFAULTS: dict[str, Any] = {"files": ["aime24.jsonl"], "samples": 1, "limit": None}
+INSTRUCTION = "Solve the problem. Put your final answer in \\boxed{}."
+
+
+def load(config: dict[str, Any]) -> list[Item]:
+    """Items from the configured JSONL files (problem text + gold answer)."""
+    cfg = suite_config(DEFAULTS, config, "math")
+    items: list[Item] = []
+    for name in cfg["files"]:
+        path = workspace_file(
+            "math", name, 'write one {"id", "problem", "answer"} JSON object per line (see README)'
+        )
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                problem, answer = row["problem"], str(row["answer"])
+            except (ValueError, KeyError, TypeError):
+                raise EvalDataError(
+                    f"{path}:{n}: needs a JSON object with problem, answer"
+                ) from None
+            item_id = f"{path.stem}/{row.get('id', n)}"
+            prompt = [{"role": "user", "content": f"{problem}\n\n{INSTRUCTION}"}]
+            items.append(Item(item_id, prompt, answer))
+    return items[: cfg["limit"]] if cfg["limit"] else items
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}`` (balanced braces), or None."""
+    start = text.rfind("\\boxed{")
+    if start == -1:
+        return None
+    depth, i = 0, start + len("\\boxed")
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j]
+    return None
+
+
+_ANSWER_LINE = re.compile(r"answer\s*(?:is|:)\s*\$?([^\n$]+)", re.IGNORECASE)
+
+
+def extract_answer(text: str) -> str | None:
+    """The final answer of a response: last ``\\boxed{}``, else the last "answer: ..." phrase."""
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return boxed.strip()
+    found = _ANSWER_LINE.findall(text)
+    return found[-1].strip().rstrip(".") if found else None
+
+
+def _as_int(text: str) -> int | None:
+    cleaned = text.replace(",", "").replace("$", "").strip()
+    cleaned = re.sub(r"^\\text\{(.*)\}$", r"\1", cleaned)
+    return int(cleaned) if re.fullmatch(r"[-+]?\d+", cleaned) else None
+
+
+def equivalent(gold: str, pred: str) -> bool:
+    """True when ``pred`` equals ``gold`` as an integer or as a math expression."""
+    gold_int = _as_int(gold)
+    if gold_int is not None:
+        pred_int = _as_int(pred)
+        if pred_int is not None:
+            return pred_int == gold_int
+    if gold.strip() == pred.strip():
+        return True
+    try:
+        from math_verify import parse, verify
+
+        # timeouts use signals, which work only in the main thread: off.
+        g = parse(f"${gold}$", parsing_timeout=None)
+        p = parse(f"${pred}$", parsing_timeout=None)
+        if g and p and verify(g, p, timeout_seconds=None):
+            return True
+    except Exception:
+        pass
+    try:
+        import sympy
+
+        diff = sympy.simplify(sympy.sympify(gold) - sympy.sympify(pred))
+        return diff == 0
+    except Exception:
+        return False
+
+
+def score(item: Item, response: str) -> Score:
+    """1.0 when the extracted answer is equivalent to the gold answer."""
+    pred = extract_answer(response)
+    if pred is None:
+        return Score(0.0, None, "no answer found")
+    return Score(1.0 if equivalent(str(item.answer), pred) else 0.0, pred)
