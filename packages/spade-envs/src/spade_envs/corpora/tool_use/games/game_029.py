@@ -1,0 +1,201 @@
+"""Average speed of a multi-leg route: a SPADE tool-use environment."""
+
+import json
+import random
+import re
+
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_TAG = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+_PY = {"string": str, "boolean": bool, "object": dict, "array": list}
+FORMAT = (
+    'Call tools with {"tool_calls": [{"name": "TOOL", "arguments": {...}}]} '
+    "(or <tool_call>{...}</tool_call> blocks); give the final answer as \\boxed{...}."
+)
+
+
+def _problems(schema, args):
+    out = []
+    props = schema.get("properties", {})
+    for key in schema.get("required", []):
+        if key not in args:
+            out.append(f"missing required argument {key!r}")
+    for key, value in args.items():
+        if key not in props:
+            out.append(f"unknown argument {key!r}")
+            continue
+        kind = props[key].get("type", "string")
+        if kind == "integer":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif kind == "number":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, _PY.get(kind, object))
+        if not ok:
+            out.append(f"argument {key!r} must be {kind}")
+        elif "enum" in props[key] and value not in props[key]["enum"]:
+            out.append(f"argument {key!r} must be one of {props[key]['enum']}")
+    return out
+
+
+def _call(name, /, **arguments):
+    return {"name": name, "arguments": arguments}
+
+
+def _act(*calls):
+    return json.dumps({"tool_calls": list(calls)}, sort_keys=True)
+
+
+def _number(text):
+    try:
+        return float(str(text).replace(",", "").replace("$", "").strip())
+    except ValueError:
+        return None
+
+
+def _tool(name, description, required=(), /, **props):
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {
+            "type": "object",
+            "properties": {k: dict(v) for k, v in props.items()},
+            "required": list(required),
+            "additionalProperties": False,
+        },
+    }
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+_NUM = {"type": "number"}
+
+
+class _ToolTask:
+    """Shared episode mechanics: canonical actions in, tool results out, \\boxed{} ends it."""
+
+    skill = "ToolUse"
+    domain = ""
+    tools = []
+
+    def __init__(self, max_turns: int = 12, **kwargs):
+        self.max_turns = max_turns
+        self._done = True
+        self._turn = 0
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict]:
+        self.rng = random.Random(seed)
+        self._turn = 0
+        self._done = False
+        task = self.setup(self.rng)
+        text = (
+            f"{task}\n\nUse the tools; each reply may hold several calls. You have {self.max_turns} "
+            "turns. Give the final answer as \\boxed{...}; only one answer is accepted."
+        )
+        return text, {"domain": self.domain}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        if self._done:
+            return "The episode is over.", 0.0, True, False, {"turn": self._turn}
+        self._turn += 1
+        observation, reward, terminated = self._handle(str(action))
+        truncated = not terminated and self._turn >= self.max_turns
+        self._done = terminated or truncated
+        return observation, reward, terminated, truncated, {"turn": self._turn}
+
+    def _calls(self, action):
+        text = action.strip()
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            blocks = _TAG.findall(text)
+            if not blocks:
+                return None
+            out = []
+            for block in blocks:
+                try:
+                    out.append(json.loads(block))
+                except ValueError:
+                    out.append(None)
+            return out
+        if isinstance(obj, dict) and isinstance(obj.get("tool_calls"), list):
+            return obj["tool_calls"]
+        if isinstance(obj, dict) and "name" in obj:
+            return [obj]
+        return None
+
+    def _run(self, call):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            return "error: a call is an object with a string name and an arguments object"
+        name, args = call["name"], call.get("arguments", {})
+        spec = next((t for t in self.tools if t["name"] == name), None)
+        if spec is None:
+            names = ", ".join(t["name"] for t in self.tools)
+            return f"{name[:40]} -> error: unknown tool; the tools are {names}"
+        if not isinstance(args, dict):
+            return f"{name} -> error: arguments must be an object"
+        problems = _problems(spec["parameters"], args)
+        if problems:
+            return f"{name} -> error: " + "; ".join(problems)
+        try:
+            result = getattr(self, "tool_" + name)(**args)
+        except (KeyError, ValueError, IndexError, TypeError) as exc:
+            return f"{name} -> error: {str(exc).strip(chr(39))[:200]}"
+        return f"{name} -> {result if isinstance(result, str) else json.dumps(result, sort_keys=True)}"
+
+    def _handle(self, action):
+        calls = self._calls(action)
+        if calls is not None:
+            if not calls:
+                return "error: the tool_calls list is empty. " + FORMAT, 0.0, False
+            return "\n".join(self._run(c) for c in calls[:10])[:8000], 0.0, False
+        found = _BOXED.findall(action)
+        if not found:
+            return "No tool call or answer found. " + FORMAT, 0.0, False
+        if self.check(found[-1].strip()):
+            return "Correct: task solved.", 1.0, True
+        return "Wrong answer; the episode is over.", 0.0, True
+
+    def solution(self) -> str:
+        return "\n".join(self.plan())
+
+    def close(self) -> None:
+        pass
+
+class RouteSpeedEnv(_ToolTask):
+    domain = "units"
+    tools = [
+        _tool("get_route", "Legs of a route: [[distance, distance_unit, time, time_unit]].", ("route_id",), route_id=_STR),
+        _tool("convert", "Convert a value between two units of the same kind.", ("value", "from_unit", "to_unit"),
+              value=_NUM, from_unit=_STR, to_unit=_STR),
+    ]
+
+    def setup(self, rng):
+        self.scale = {"km": 1000.0, "mi": 1609.344, "lea": round(rng.uniform(3000, 6000), 1), "m": 1.0,
+                      "h": 3600.0, "min": 60.0, "s": 1.0, "watch": round(rng.uniform(5000, 15000), 1)}
+        self.rid = f"r{rng.randint(100, 999)}"
+        self.legs = [[rng.randint(2, 40), rng.choice(["km", "mi", "lea"]), rng.randint(10, 120), rng.choice(["min", "watch"])]
+                     for _ in range(rng.randint(2, 4))]
+        metres = sum(d * self.scale[du] for d, du, _, _ in self.legs)
+        seconds = sum(t * self.scale[tu] for _, _, t, tu in self.legs)
+        self.answer = round(metres / 1000 / (seconds / 3600), 2)
+        return f"What is the average speed over route {self.rid} in km/h? Answer rounded to 2 decimals as \\boxed{{N.NN}}."
+
+    def tool_get_route(self, route_id):
+        if route_id != self.rid:
+            raise ValueError(f"no route {route_id!r}")
+        return self.legs
+
+    def tool_convert(self, value, from_unit, to_unit):
+        dist = {"km", "mi", "lea", "m"}
+        if from_unit not in self.scale or to_unit not in self.scale or ((from_unit in dist) != (to_unit in dist)):
+            raise ValueError("unknown units or units of different kinds")
+        return round(value * self.scale[from_unit] / self.scale[to_unit], 6)
+
+    def check(self, answer):
+        value = _number(answer)
+        return value is not None and abs(value - self.answer) <= 0.02
+
+    def plan(self):
+        calls = [_call("convert", value=d, from_unit=du, to_unit="km") for d, du, _, _ in self.legs]
+        calls += [_call("convert", value=t, from_unit=tu, to_unit="h") for _, _, t, tu in self.legs]
+        return [_act(_call("get_route", route_id=self.rid)), _act(*calls), f"\\boxed{{{self.answer:.2f}}}"]
