@@ -1,0 +1,140 @@
+"""Rollouts against a policy backend, and the token-level samples they produce.
+
+:class:`PolicyAgent` is a spade-envs ``BatchAgent``: every round of the lockstep runner becomes
+one batched ``backend.generate`` call, and every :class:`~spade_train.types.Generation` is kept
+keyed by the exact conversation it answered. After the episodes end, :func:`episode_samples`
+turns each episode back into training sequences: the tokens the policy sampled are trained on
+(mask 1, with their sampling log-probs); prompt and observation tokens are masked (0).
+
+Turns are merged into one sequence while the chat template renders the next prompt as an
+extension of the previous prompt + completion, token for token; where it does not (a template
+that rewrites history, a completion that re-tokenizes differently) a new sequence starts, so a
+sample never trains on tokens the policy did not produce.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import spade_envs as se
+
+from spade_train.backends.base import PolicyBackend
+from spade_train.types import Generation, Message, Role, SamplingParams, TrainSample
+
+
+def conversation_key(messages: Sequence[Message]) -> str:
+    """A stable key for a conversation (role, content and tool fields of every message)."""
+    return json.dumps([dict(m) for m in messages], sort_keys=True, ensure_ascii=False)
+
+
+class PolicyAgent:
+    """A batched agent for :func:`spade_envs.run_episodes` backed by a :class:`PolicyBackend`.
+
+    ``params_for(call_index)`` gives the sampling parameters (with a seed) of each batched call,
+    so a rerun with the same seed reproduces the same episodes.
+    """
+
+    accepts_tools = True
+
+    def __init__(
+        self,
+        backend: PolicyBackend,
+        params_for: Callable[[int], SamplingParams],
+        on_generate: Callable[[list[Generation]], None] | None = None,
+    ):
+        self.backend = backend
+        self.params_for = params_for
+        self.on_generate = on_generate
+        self.records: dict[str, Generation] = {}
+        self.calls = 0
+
+    def __call__(
+        self,
+        batch: list[list[Message]],
+        tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
+    ) -> list[str]:
+        params = self.params_for(self.calls)
+        self.calls += 1
+        if tools is not None and not any(tools):
+            tools = None
+        generations = self.backend.generate(batch, params, tools=tools)
+        if len(generations) != len(batch):
+            raise RuntimeError(
+                f"backend returned {len(generations)} generations for {len(batch)} chats"
+            )
+        for messages, generation in zip(batch, generations, strict=True):
+            self.records[conversation_key(messages)] = generation
+        if self.on_generate is not None:
+            self.on_generate(generations)
+        return [g.text for g in generations]
+
+    def generations_of(self, result: se.EpisodeResult) -> list[Generation]:
+        """The generations behind each assistant turn of ``result``, in order."""
+        found = []
+        for index, message in enumerate(result.messages):
+            if message.get("role") != "assistant":
+                continue
+            generation = self.records.get(conversation_key(result.messages[:index]))
+            if generation is None:
+                raise KeyError(
+                    f"{result.env_id}: no recorded generation for assistant turn at message "
+                    f"{index}; was this episode played by this agent?"
+                )
+            found.append(generation)
+        return found
+
+
+def merge_turns(
+    generations: Sequence[Generation],
+) -> list[tuple[list[int], list[int], list[float]]]:
+    """Token sequences (ids, loss mask, old log-probs) covering every turn's completion.
+
+    Consecutive turns share one sequence when the later prompt starts with the earlier
+    prompt + completion; the observation tokens in between get mask 0.
+    """
+    sequences: list[tuple[list[int], list[int], list[float]]] = []
+    ids: list[int] = []
+    mask: list[int] = []
+    logps: list[float] = []
+    for gen in generations:
+        if len(gen.logprobs) != len(gen.completion_ids):
+            raise ValueError("a Generation has a different number of log-probs and tokens")
+        if ids and gen.prompt_ids[: len(ids)] == ids:
+            extra = gen.prompt_ids[len(ids) :]
+        else:
+            if ids:
+                sequences.append((ids, mask, logps))
+            ids, mask, logps = [], [], []
+            extra = list(gen.prompt_ids)
+        ids = ids + extra + list(gen.completion_ids)
+        mask = mask + [0] * len(extra) + [1] * len(gen.completion_ids)
+        logps = logps + [0.0] * len(extra) + [float(x) for x in gen.logprobs]
+    if ids:
+        sequences.append((ids, mask, logps))
+    return sequences
+
+
+def samples_from_generations(
+    generations: Sequence[Generation],
+    advantage: float,
+    role: Role,
+    meta: dict[str, Any] | None = None,
+) -> list[TrainSample]:
+    """Training samples for the turns of one episode (or one designer completion)."""
+    return [
+        TrainSample(ids, mask, logps, float(advantage), role, dict(meta or {}))
+        for ids, mask, logps in merge_turns(generations)
+        if any(mask)
+    ]
+
+
+def episode_samples(
+    agent: PolicyAgent,
+    result: se.EpisodeResult,
+    advantage: float,
+    meta: dict[str, Any] | None = None,
+) -> list[TrainSample]:
+    """The agent-role samples of one played episode."""
+    return samples_from_generations(agent.generations_of(result), advantage, "agent", meta)
