@@ -3,7 +3,6 @@ template extends the previous prompt, and a real spade-envs episode maps back to
 
 import pytest
 import spade_envs as se
-
 from spade_train.play import PolicyAgent, conversation_key, episode_samples, merge_turns
 from spade_train.types import Generation, SamplingParams, TrainSample
 
