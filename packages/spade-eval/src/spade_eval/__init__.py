@@ -5,7 +5,8 @@ from importlib.metadata import version as _version
 from .errors import EvalConfigError, EvalDataError, ModelError, SpadeEvalError
 from .metrics import mean_stderr, pass_at_k
 from .models import CallableClient, HFClient, ModelClient, OpenAIClient
-from .render_table import render as render_results
+from .render import read_results
+from .render import render as render_results
 from .runner import evaluate, load_config, summarize
 from .store import RecordStore
 from .suites import SUITE_NAMES, Item, Score, get_suite
@@ -29,6 +30,7 @@ __all__ = [
     "pass_at_k",
     "mean_stderr",
     "render_results",
+    "read_results",
     "SpadeEvalError",
     "EvalDataError",
     "EvalConfigError",

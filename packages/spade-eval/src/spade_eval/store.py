@@ -20,7 +20,13 @@ class RecordStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.records: dict[tuple[str, str, int], dict[str, Any]] = {}
         if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            text = self.path.read_text(encoding="utf-8")
+            if text and not text.endswith("\n"):
+                # drop the torn tail so the next append starts on a fresh line
+                text = text[: text.rfind("\n") + 1]
+                with open(self.path, "r+", encoding="utf-8") as fh:
+                    fh.truncate(len(text.encode("utf-8")))
+            for line in text.splitlines():
                 try:
                     rec = json.loads(line)
                     self.records[(rec["suite"], rec["item_id"], int(rec["sample"]))] = rec
