@@ -219,7 +219,8 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None
     a missing closing tag at the end is tolerated; a block may hold a JSON list of calls);
     fenced JSON blocks; bare JSON objects ``{"name":…, "arguments":…}`` or
     ``{"function": {"name":…, "arguments":…}}`` anywhere in the text; a python-like call
-    ``name(a=1, b="x")`` on its own line (only for declared tool names). Arguments may be a JSON
+    ``name(a=1, b="x")`` on its own line (only for declared tool names); the canonical action
+    ``{"tool_calls": [...]}`` itself (so ``solution()`` lines replay as replies). Arguments may be a JSON
     string of an object. With ``tools``, names are checked (``unknown_tool``). Without a call, a
     ``\\boxed{…}`` is the final answer. Never raises.
     """
@@ -248,7 +249,11 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None
                             "malformed_json", "a tool call object is not valid JSON"
                         ) from None
                     continue
-                if _looks_like_call(obj):
+                if isinstance(obj, Mapping) and isinstance(obj.get("tool_calls"), list):
+                    calls += [
+                        _to_call(item, names) for item in obj["tool_calls"]
+                    ]  # canonical action
+                elif _looks_like_call(obj):
                     calls.append(_to_call(obj, names))
         if not calls and names:
             for line in text.splitlines():
