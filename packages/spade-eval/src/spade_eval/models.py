@@ -53,22 +53,19 @@ class OpenAIClient:
         self.backoff_s = backoff_s
         self.requests = 0
 
-    async def _one(
-        self, http: httpx.AsyncClient, sem: asyncio.Semaphore, chat: Chat, sampling: dict[str, Any]
-    ) -> str:
+    async def _one(self, http: httpx.AsyncClient, chat: Chat, sampling: dict[str, Any]) -> str:
         body = {"model": self.name, "messages": chat, **sampling}
         url = f"{self.base_url}/v1/chat/completions"
         last = ""
         for attempt in range(self.max_retries + 1):
             if attempt:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
-            async with sem:
-                self.requests += 1
-                try:
-                    resp = await http.post(url, json=body)
-                except (httpx.TimeoutException, httpx.TransportError) as exc:
-                    last = f"{type(exc).__name__}"
-                    continue
+            self.requests += 1
+            try:
+                resp = await http.post(url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                last = type(exc).__name__
+                continue
             if resp.status_code == 429 or resp.status_code >= 500:
                 last = f"HTTP {resp.status_code}"
                 continue
@@ -81,16 +78,25 @@ class OpenAIClient:
         raise ModelError(f"{url}: failed after {self.max_retries + 1} attempts (last: {last})")
 
     async def acomplete(self, batch: list[Chat], sampling: dict[str, Any]) -> list[str]:
-        """Async ``complete``: all chats concurrently, bounded by ``concurrency``."""
+        """Async ``complete``: ``concurrency`` lanes, each with its own one-connection client.
+
+        One pool per lane because httpcore's shared pool costs O(connections x requests) per
+        event, which made 64 concurrent requests slower than 16.
+        """
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        limits = httpx.Limits(
-            max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-        )
-        sem = asyncio.Semaphore(self.concurrency)
-        async with httpx.AsyncClient(
-            timeout=self.timeout_s, headers=headers, limits=limits
-        ) as http:
-            return list(await asyncio.gather(*(self._one(http, sem, c, sampling) for c in batch)))
+        replies: list[str] = [""] * len(batch)
+        todo = iter(range(len(batch)))
+
+        async def lane() -> None:
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            async with httpx.AsyncClient(
+                timeout=self.timeout_s, headers=headers, limits=limits
+            ) as http:
+                for i in todo:
+                    replies[i] = await self._one(http, batch[i], sampling)
+
+        await asyncio.gather(*(lane() for _ in range(min(self.concurrency, len(batch)))))
+        return replies
 
     def complete(self, batch: list[Chat], sampling: dict[str, Any]) -> list[str]:
         """Replies to ``batch`` in order; raises ModelError when a request fails for good."""
