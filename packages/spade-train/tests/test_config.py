@@ -1,0 +1,151 @@
+"""Recipes load, overrides apply, mistakes become one-line RecipeErrors, dump round-trips."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from spade_train.config import (
+    RecipeError,
+    RunConfig,
+    dump_config,
+    list_recipes,
+    load_recipe,
+)
+
+EXPECTED = {
+    "quickstart",
+    "quickstart-tool-use",
+    *(
+        f"{kind}-{size}"
+        for kind in ("spade-games", "fixed-static", "fixed-procedural", "spade-tool-use")
+        for size in ("4b", "8b", "30b")
+    ),
+    "ablation-no-hint-regret",
+    "ablation-no-role-norm",
+    "ablation-no-memory",
+    "ablation-no-grounding",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_shipped_recipe_loads(name: str) -> None:
+    assert name in list_recipes()
+    cfg = load_recipe(name)
+    assert isinstance(cfg, RunConfig)
+    assert cfg.name == name
+
+
+def test_recipe_specifics(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = load_recipe("quickstart")
+    assert (q.cycles, q.designer.prompts_per_cycle, q.designer.group_size) == (2, 2, 2)
+    assert (q.agent.envs_per_cycle, q.agent.episodes_per_env, q.agent.max_turns) == (4, 2, 3)
+    assert q.backend.name == "local" and q.backend.model == "embedded:smollm2-135m"
+    assert load_recipe("quickstart-tool-use").setting == "tool-use"
+    assert load_recipe("ablation-no-hint-regret").reward.designer == "solve-rate"
+    assert load_recipe("ablation-no-role-norm").advantage.role_normalization is False
+    assert load_recipe("ablation-no-memory").designer.memory.enabled is False
+    assert load_recipe("ablation-no-grounding").designer.grounding.enabled is False
+    assert load_recipe("fixed-procedural-8b").mode == "fixed-procedural"
+    # ${VAR}: expanded when set, left as is otherwise.
+    monkeypatch.delenv("MODEL_ROOT", raising=False)
+    assert load_recipe("spade-games-8b").backend.model == "${MODEL_ROOT}/Qwen3-8B"
+    monkeypatch.setenv("MODEL_ROOT", "/models")
+    cfg = load_recipe("spade-games-8b")
+    assert cfg.backend.model == "/models/Qwen3-8B"
+    assert cfg.backend.name == "ray" and cfg.designer.group_size == 8
+
+
+def test_overrides_ints_floats_lists_nested() -> None:
+    cfg = load_recipe(
+        "quickstart",
+        [
+            "cycles=5",
+            "backend.lr=3e-4",
+            "designer.skills=[Math, Logic]",
+            "designer.memory.band=[0.2, 0.8]",
+            "reward.designer=blend",
+            "backend.options.tensor_parallel=2",
+        ],
+    )
+    assert cfg.cycles == 5
+    assert cfg.backend.lr == pytest.approx(3e-4)
+    assert cfg.designer.skills == ["Math", "Logic"]
+    assert cfg.designer.memory.band == (0.2, 0.8)
+    assert cfg.reward.designer == "blend"
+    assert cfg.backend.options == {"tensor_parallel": 2}
+    assert cfg.designer.group_size == 2  # untouched keys keep the recipe's values
+
+
+def test_backend_kwargs_merge_options_and_seed() -> None:
+    cfg = load_recipe("quickstart", ["seed=7", "backend.options={colocate: true, lr: 0.5}"])
+    kw = cfg.backend.backend_kwargs(cfg.seed)
+    assert kw["seed"] == 7 and kw["colocate"] is True and kw["lr"] == 0.5
+    assert "name" not in kw and "options" not in kw and kw["model"] == cfg.backend.model
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (
+            ["designer.group_sise=3"],
+            "recipe quickstart: designer.group_sise: unknown key (did you mean group_size?)",
+        ),
+        (["cycles=zero"], "recipe quickstart: cycles: "),
+        (["cycles=0"], "recipe quickstart: cycles: Input should be greater than or equal to 1"),
+        (["mode=spades"], "recipe quickstart: mode: Input should be 'spade'"),
+        (
+            ["designer.skills=[Maths]"],
+            "designer.skills.0: 'Maths' is not a skill (did you mean Math?)",
+        ),
+        (["cycles"], "recipe quickstart: bad override 'cycles'; write key.path=value"),
+        (["=3"], "bad override"),
+        (["designer..k=3"], "bad override"),
+        (["cycles.x=3"], "recipe quickstart: override cycles.x: cycles is not a section"),
+        (["reward.plateau_low=0.9"], "plateau_low must not exceed plateau_high"),
+    ],
+)
+def test_errors_are_one_line(overrides: list[str], expected: str) -> None:
+    with pytest.raises(RecipeError) as info:
+        load_recipe("quickstart", overrides)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert expected in msg
+
+
+def test_unknown_recipe_suggests(tmp_path) -> None:
+    with pytest.raises(
+        RecipeError, match=r"unknown recipe 'quickstrat'; did you mean quickstart\?"
+    ):
+        load_recipe("quickstrat")
+    with pytest.raises(RecipeError, match="does not exist"):
+        load_recipe(str(tmp_path / "none.yaml"))
+
+
+def test_file_recipe_with_base_and_bad_yaml(tmp_path) -> None:
+    child = tmp_path / "mine.yaml"
+    child.write_text("base: quickstart\ndesigner:\n  group_size: 5\n", encoding="utf-8")
+    cfg = load_recipe(str(child))
+    assert cfg.name == "mine" and cfg.designer.group_size == 5
+    assert cfg.designer.prompts_per_cycle == 2  # inherited
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n", encoding="utf-8")
+    with pytest.raises(RecipeError, match="not valid YAML"):
+        load_recipe(str(bad))
+    loop = tmp_path / "loop.yaml"
+    loop.write_text(f"base: {loop}\n", encoding="utf-8")
+    with pytest.raises(RecipeError, match="loops back"):
+        load_recipe(str(loop))
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("base: quickstart\nagnet:\n  max_turns: 2\n", encoding="utf-8")
+    with pytest.raises(RecipeError, match=r"typo: agnet: unknown key \(did you mean agent\?\)"):
+        load_recipe(str(typo))
+
+
+@pytest.mark.parametrize("name", ["quickstart", "spade-games-30b", "fixed-procedural-4b"])
+def test_dump_load_round_trip(name: str, tmp_path) -> None:
+    cfg = load_recipe(name, ["seed=3"])
+    path = tmp_path / "config.yaml"
+    path.write_text(dump_config(cfg), encoding="utf-8")
+    again = load_recipe(str(path))
+    assert again == cfg
+    assert yaml.safe_load(path.read_text())["seed"] == 3
