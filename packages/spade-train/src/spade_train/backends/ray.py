@@ -181,6 +181,8 @@ class RayBackend:
         self.timeout = float(call_timeout_s)
         self.inner, self.options = inner, dict(inner_options)
         self.sglang_url = sglang_url
+        if inner == "megatron" and inner_import is None:
+            inner_import = "spade_train.backends.megatron"  # registers "megatron" in the actor
         self._threads, self._import = worker_threads, inner_import
         if not ray.is_initialized():
             if ray_address:
