@@ -138,8 +138,9 @@ class HFClient:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
             self.model = AutoModelForCausalLM.from_pretrained(path).to(device).eval()
-        except OSError as exc:
-            raise EvalConfigError(f"{path}: not a loadable checkpoint ({exc})") from None
+        except (OSError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise EvalConfigError(f"{path}: not a loadable checkpoint ({first})") from None
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.device = device
