@@ -291,3 +291,37 @@ def test_cli_run_against_server(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "tool_use: 1.0000" in proc.stdout
     assert json.loads((tmp_path / "results.json").read_text())["suites"]["tool_use"]["n"] == 5
+
+
+def test_resume_after_sigkill(tmp_path):
+    import signal
+
+    from spade_eval import RecordStore
+
+    items = tool_use.load({})
+    server = Replay({it.prompt[-1]["content"]: correct_reply(it) for it in items}, latency_s=0.1)
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("batch_size: 4\nsuites:\n  tool_use: {}\n")
+    out = tmp_path / "out"
+    cmd = [PY, "-m", "spade_eval.run", "--model", "m", "--base-url", server.url, "--config",
+           str(cfg), "--out", str(out), "--concurrency", "4", "--no-progress"]  # fmt: skip
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        records = out / "records.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if records.exists() and records.read_text().count("\n") >= 8:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        done = len(RecordStore(out).records)
+        assert 8 <= done < len(items)
+        server.attempts.clear()
+        client = OpenAIClient(server.url, "m", concurrency=4)
+        summary = evaluate(client, str(cfg), out, progress=False)
+    finally:
+        server.close()
+    assert sum(server.attempts.values()) == len(items) - done
+    assert summary["suites"]["tool_use"]["n"] == len(items)
+    assert summary["suites"]["tool_use"]["mean"] == 1.0
