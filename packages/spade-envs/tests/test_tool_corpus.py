@@ -53,6 +53,7 @@ def test_reference_solver_wins_through_the_runner(env_id):
         env.reset(seed=seed)
         plans.append(se.solution_actions(env.solution()))
         specs.append(se.EpisodeSpec(factory, seed=seed, env_id=env_id, max_turns=rec.max_turns))
+        assert plans[-1][-1] not in env.reset(seed=seed)[0]  # the answer is not printed
         assert sum('"tool_calls"' in a for a in plans[-1]) >= 1  # the task needs tool calls
         calls = sum(len(json.loads(a)["tool_calls"]) for a in plans[-1] if a.startswith("{"))
         assert calls >= 2, f"{env_id}: a solution should need several tool calls"

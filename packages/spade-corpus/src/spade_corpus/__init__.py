@@ -42,7 +42,13 @@ from .pack import (
     write_packed,
 )
 from .stats import corpus_stats, write_stats_chart
-from .structural import DEFAULT_MAX_SOURCE_BYTES, STRUCTURAL_REASONS, StructuralRejection, check_structure
+from .structural import (
+    DEFAULT_MAX_SOURCE_BYTES,
+    STRUCTURAL_REASONS,
+    StructuralRejection,
+    check_structure,
+)
+from .tools_validation import TOOL_REASONS, check_tool_env, read_tools, tool_probes
 from .validate import (
     DEFAULT_SEEDS,
     INFRASTRUCTURE_REASONS,
@@ -63,6 +69,8 @@ __all__ = [
     "validate_source", "validate_many", "validate_corpus", "validation_summary", "ValidationReport",
     "ValidationItem", "VALIDATION_REASONS", "INFRASTRUCTURE_REASONS", "DEFAULT_SEEDS",
     "check_structure", "StructuralRejection", "STRUCTURAL_REASONS", "DEFAULT_MAX_SOURCE_BYTES",
+    # tool-use checks
+    "TOOL_REASONS", "check_tool_env", "read_tools", "tool_probes",
     # checksums and verification
     "CHUNK_BYTES", "Problem", "VerifyReport", "corpus_checksum", "corpus_manifest", "record_digest",
     "sha256_file", "verify",

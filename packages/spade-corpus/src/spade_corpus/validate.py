@@ -43,6 +43,7 @@ from .structural import (
     StructuralRejection,
     check_structure,
 )
+from .tools_validation import TOOL_REASONS, check_tool_env
 
 __all__ = [
     "DEFAULT_SEEDS",
@@ -100,6 +101,7 @@ VALIDATION_REASONS: dict[str, str] = {
     **STRUCTURAL_REASONS,
     **_RUNTIME_REASONS,
     **_SANDBOX_REASONS,
+    **TOOL_REASONS,
     "validator_error": "the validator itself failed unexpectedly; not the environment's fault",
 }
 
@@ -244,13 +246,21 @@ def _run_checks(
     seeds: Sequence[int],
     config: Any,
     pool: Any,
+    tool_checks: dict[str, Any] | None = None,
 ) -> se.CheckReport:
+    """The runtime stage; with ``tool_checks`` (a dict to fill) the tool-use checks run too."""
     factory = se.load_env(
         source, class_name, sandbox=True, sandbox_config=config, sandbox_pool=pool
     )
     try:
         report = se.check_env(factory, seeds=seeds, max_turns=max_turns, hint=hint)
         _check_leak_and_close(source, class_name, max_turns, seeds, config, pool)
+        if tool_checks is not None:
+            tool_checks.update(
+                check_tool_env(
+                    source, class_name, factory, config=config, seeds=seeds, max_turns=max_turns
+                )
+            )
     except se.ContractError as exc:
         raise _classify(exc.code, _one_line(exc.message), exc.__cause__) from exc
     except ss.SandboxError as exc:  # a call check_env does not wrap, or the leak check's
@@ -319,8 +329,12 @@ def validate_source(
         )
     checks["structural_s"] = round(time.perf_counter() - start, 4)
     runtime_start = time.perf_counter()
+    tool_use = se.TOOL_USE in (skill, checks.get("declared_skill"))
+    tool_checks: dict[str, Any] | None = {} if tool_use else None
     try:
-        result = _run_checks(source, hint, checks["class_name"], max_turns, seeds, config, pool)
+        result = _run_checks(
+            source, hint, checks["class_name"], max_turns, seeds, config, pool, tool_checks
+        )
     except _RuntimeFailure as exc:
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
         return report(
@@ -343,6 +357,7 @@ def validate_source(
         solution_turns=result.solution_turns,
         max_first_observation_chars=result.max_first_observation_chars,
         runtime_s=round(time.perf_counter() - runtime_start, 4),
+        **(tool_checks or {}),
     )
     message = f"passed: {len(result.seeds)} seeds, {result.steps} probe steps, solution wins in {result.solution_turns} turn(s)"
     return report(True, None, message, "runtime", checks)

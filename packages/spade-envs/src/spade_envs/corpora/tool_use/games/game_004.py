@@ -177,7 +177,7 @@ class TargetTransferEnv(_ToolTask):
         self.target = self.bal[self.dst] + rng.randint(5000, 100000)
         self.start_src = self.bal[self.src]
         return (f"Move money from {self.src} to {self.dst} so that {self.dst} holds exactly the balance "
-                f"written on its note (call get_balance on {self.dst} to see it). Then answer \\boxed{{done}}.")
+                f"written on its note (call get_balance on {self.dst} to see it). When finished, put the word done inside \\boxed{{}}.")
 
     def tool_get_balance(self, account_id):
         if account_id not in self.bal:

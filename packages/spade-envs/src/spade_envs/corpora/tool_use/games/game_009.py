@@ -184,7 +184,7 @@ class RescheduleEnv(_ToolTask):
                 continue
             self.where[f"x{i}{rng.randint(10, 99)}"] = [self.day, h, h + 1]
         return (f"Move the event titled '{self.title}' to day {self.day} at a start hour where it does not "
-                "overlap any other event and ends by 17 (working hours 9 to 17). Then answer \\boxed{done}.")
+                "overlap any other event and ends by 17 (working hours 9 to 17). When finished, put the word done inside \\boxed{}.")
 
     def tool_find_event(self, title):
         if title.lower() != self.title:

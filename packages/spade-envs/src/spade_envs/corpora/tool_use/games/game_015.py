@@ -179,7 +179,7 @@ class UpdateStatusEnv(_ToolTask):
         self.want = {o["order_id"]: ("cancelled" if o["customer_id"] == self.target["id"] and o["status"] == "open" else o["status"])
                      for o in self.orders}
         return (f"Cancel every open order of the customer with email {self.target['email']} (set status to "
-                "'cancelled'); leave all other orders unchanged. Then answer \\boxed{done}.")
+                "'cancelled'); leave all other orders unchanged. When finished, put the word done inside \\boxed{}.")
 
     def tool_select(self, table, column, value):
         rows = self.customers if table == "customers" else self.orders

@@ -176,7 +176,7 @@ class ArchiveMoveEnv(_ToolTask):
         self.files = dict(self.days)
         self.stale = sorted(p for p, d in self.days.items() if d < self.cutoff)
         return (f"Move every file in /inbox last modified before day {self.cutoff} to /archive (same file name); "
-                "leave the others. Then answer \\boxed{done}.")
+                "leave the others. When finished, put the word done inside \\boxed{}.")
 
     def tool_list_dir(self, path):
         path = path.rstrip("/")
