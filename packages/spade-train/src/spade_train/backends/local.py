@@ -1,0 +1,299 @@
+"""The local backend: PyTorch + transformers in one process, on CPU or one GPU.
+
+Generation and training share one model object, so ``publish_weights`` has nothing to do.
+Log-probs recorded at generation time are those of the raw policy (temperature 1, no top-p/k):
+exactly what ``train_step`` recomputes, so the PPO ratio is 1 on the first update of fresh
+samples. Full fine-tuning or LoRA (peft); gradient accumulation over micro-batches with the
+loss normalised by the whole batch's token count, so it equals the full-batch token mean.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from spade_train.backends.base import BackendError, register_backend
+from spade_train.loss import policy_loss, token_logprobs
+from spade_train.models import load_policy
+from spade_train.types import Generation, Message, SamplingParams, TrainSample
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(
+        self,
+        model: str = "embedded:smollm2-135m",
+        device: str = "auto",
+        dtype: str = "auto",
+        lr: float = 1e-5,
+        weight_decay: float = 0.0,
+        betas: Sequence[float] = (0.9, 0.999),
+        grad_clip: float = 1.0,
+        micro_batch_size: int = 4,
+        clip_eps: float = 0.2,
+        clip_eps_high: float | None = None,
+        kl_coef: float = 0.0,
+        entropy_coef: float = 0.0,
+        lora: dict[str, Any] | None = None,
+        max_seq_len: int = 2048,
+        gen_batch_size: int = 16,
+        seed: int = 0,
+        gradient_checkpointing: bool = False,
+        **unknown: Any,
+    ):
+        if unknown:
+            raise BackendError(
+                f"local backend: unknown option(s) {', '.join(sorted(unknown))}; "
+                "remove them from backend.options"
+            )
+        torch.manual_seed(seed)
+        self.spec = model
+        self.model, self.tokenizer = load_policy(model, device, dtype)
+        self.device = next(self.model.parameters()).device
+        self.ref_model = None
+        if lora:
+            from peft import LoraConfig, get_peft_model
+
+            options = dict(lora)
+            options.setdefault("r", 8)
+            options["lora_alpha"] = options.pop("alpha", options.get("lora_alpha", 16))
+            options.setdefault("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"])
+            self.model = get_peft_model(self.model, LoraConfig(task_type="CAUSAL_LM", **options))
+        elif kl_coef:
+            import copy
+
+            self.ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
+        if gradient_checkpointing:
+            self.model.gradient_checkpointing_enable()
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            params, lr=lr, weight_decay=weight_decay, betas=tuple(betas)
+        )
+        self.grad_clip = grad_clip
+        self.micro_batch_size = max(1, micro_batch_size)
+        self.clip_eps, self.clip_eps_high = clip_eps, clip_eps_high
+        self.kl_coef, self.entropy_coef = kl_coef, entropy_coef
+        self.max_seq_len = max_seq_len
+        self.gen_batch_size = max(1, gen_batch_size)
+        self.steps = 0
+        self.truncated_prompts = 0
+        self.eos_id = self.tokenizer.eos_token_id
+        self.pad_id = self.tokenizer.pad_token_id
+
+    # -- generation -------------------------------------------------------------------------
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _render(self, messages: Sequence[Message], tools) -> list[int]:
+        kwargs = {"tools": list(tools)} if tools else {}
+        text = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True, **kwargs
+        )
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    @torch.no_grad()
+    def generate(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        params: SamplingParams,
+        tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
+    ) -> list[Generation]:
+        if tools is not None and len(tools) != len(conversations):
+            raise BackendError(f"tools has {len(tools)} entries for {len(conversations)} chats")
+        prompts = []
+        budget = max(16, self.max_seq_len - params.max_new_tokens)
+        for i, messages in enumerate(conversations):
+            ids = self._render(messages, tools[i] if tools else None)
+            if len(ids) > budget:
+                self.truncated_prompts += 1
+                ids = ids[-budget:]
+            prompts.append(ids)
+        if params.seed is not None:
+            torch.manual_seed(params.seed)
+        self.model.eval()
+        out: list[Generation] = []
+        for start in range(0, len(prompts), self.gen_batch_size):
+            out += self._generate_batch(prompts[start : start + self.gen_batch_size], params)
+        return out
+
+    def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        width = max(len(p) for p in prompts)
+        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros_like(input_ids)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids)
+            attention[row, width - len(ids) :] = 1
+        sampling = params.temperature > 0
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": params.max_new_tokens,
+            "do_sample": sampling,
+            "eos_token_id": self.eos_id,
+            "pad_token_id": self.pad_id,
+            "output_logits": True,
+            "return_dict_in_generate": True,
+        }
+        if sampling:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
+        if params.stop:
+            kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        result = self.model.generate(
+            input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs
+        )
+        sequences = result.sequences[:, width:].cpu()
+        logps = torch.stack([torch.log_softmax(x.float(), -1) for x in result.logits], 1).cpu()
+        generations = []
+        for row, ids in enumerate(prompts):
+            tokens = sequences[row].tolist()
+            finish = "length"
+            end = len(tokens)
+            for k, t in enumerate(tokens):
+                if t == self.eos_id:
+                    end, finish = k + 1, "stop"
+                    break
+            completion = tokens[:end]
+            text = self.tokenizer.decode(
+                [t for t in completion if t != self.eos_id], skip_special_tokens=False
+            )
+            if params.stop:
+                for stop in params.stop:
+                    if stop in text:
+                        finish = "stop"
+            lp = [float(logps[row, k, t]) for k, t in enumerate(completion)]
+            generations.append(Generation(text, list(ids), completion, lp, finish))
+        return generations
+
+    # -- training ---------------------------------------------------------------------------
+    def _batch(self, samples: Sequence[TrainSample]):
+        seqs = [s.input_ids[-self.max_seq_len :] for s in samples]
+        cut = [len(s.input_ids) - len(q) for s, q in zip(samples, seqs, strict=True)]
+        width = max(len(q) for q in seqs)
+        shape = (len(samples), width)
+        ids = torch.full(shape, self.pad_id, dtype=torch.long)
+        attention = torch.zeros(shape, dtype=torch.long)
+        mask = torch.zeros(shape)
+        old = torch.zeros(shape)
+        for row, (s, q, c) in enumerate(zip(samples, seqs, cut, strict=True)):
+            n = len(q)
+            ids[row, :n] = torch.tensor(q)
+            attention[row, :n] = 1
+            mask[row, :n] = torch.tensor(s.loss_mask[c:], dtype=torch.float)
+            old[row, :n] = torch.tensor(s.old_logprobs[c:], dtype=torch.float)
+        mask[:, 0] = 0  # position 0 has no prediction
+        adv = torch.tensor([s.advantage for s in samples], dtype=torch.float)
+        return [t.to(self.device) for t in (ids, attention, mask, old, adv)]
+
+    def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:
+        if not samples:
+            raise BackendError("train_step got no samples; the cycle produced nothing to train on")
+        started = time.perf_counter()
+        self.model.train()
+        total_tokens = float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in samples))
+        normalizer = max(1.0, total_tokens)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum, sums = 0.0, {"clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0}
+        for start in range(0, len(samples), self.micro_batch_size):
+            part = samples[start : start + self.micro_batch_size]
+            ids, attention, mask, old, adv = self._batch(part)
+            logp, entropy = token_logprobs(self.model, ids, attention)
+            ref = None
+            if self.ref_model is not None:
+                with torch.no_grad():
+                    ref, _ = token_logprobs(self.ref_model, ids, attention)
+            loss, metrics = policy_loss(
+                logp,
+                old,
+                adv,
+                mask,
+                clip_eps=self.clip_eps,
+                clip_eps_high=self.clip_eps_high,
+                ref_logprobs=ref,
+                kl_coef=self.kl_coef,
+                entropy=entropy,
+                entropy_coef=self.entropy_coef,
+                normalizer=normalizer,
+            )
+            loss.backward()
+            loss_sum += float(loss.detach())
+            weight = float(mask.sum()) / normalizer
+            for key in sums:
+                sums[key] += metrics.get(key, 0.0) * weight
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, self.grad_clip)
+        self.optimizer.step()
+        self.steps += 1
+        out = {
+            "loss": loss_sum,
+            "grad_norm": float(grad_norm),
+            "tokens": total_tokens,
+            **sums,
+            "step": float(self.steps),
+            "step_time_s": time.perf_counter() - started,
+            "truncated_prompts": float(self.truncated_prompts),
+        }
+        for role in ("agent", "designer"):
+            mine = [s for s in samples if s.role == role]
+            out[f"{role}/tokens"] = float(sum(sum(s.loss_mask) for s in mine))
+            out[f"{role}/advantage_mean"] = (
+                sum(s.advantage for s in mine) / len(mine) if mine else 0.0
+            )
+        return out
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def save(self, path: Path) -> None:
+        from safetensors.torch import save_model
+
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        save_model(self.model, str(tmp / "model.safetensors"))
+        torch.save(
+            {
+                "optimizer": self.optimizer.state_dict(),
+                "steps": self.steps,
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "python_rng": random.getstate(),
+                "numpy_rng": np.random.get_state(),
+                "spec": self.spec,
+            },
+            tmp / "trainer.pt",
+        )
+        self.tokenizer.save_pretrained(tmp)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+
+    def load(self, path: Path) -> None:
+        from safetensors.torch import load_model
+
+        path = Path(path)
+        if not (path / "trainer.pt").exists():
+            raise BackendError(f"{path} is not a local-backend checkpoint (trainer.pt missing)")
+        load_model(self.model, str(path / "model.safetensors"), device=str(self.device))
+        state = torch.load(path / "trainer.pt", weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.steps = int(state["steps"])
+        torch.set_rng_state(state["torch_rng"])
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        random.setstate(state["python_rng"])
+        np.random.set_state(state["numpy_rng"])
+
+    def publish_weights(self) -> None:
+        """Generation uses the trained model object itself: nothing to publish."""
+
+    def close(self) -> None:
+        pass
+
+
+register_backend("local", LocalBackend)

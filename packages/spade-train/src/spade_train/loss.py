@@ -1,0 +1,81 @@
+"""The joint GRPO / PPO-clip policy loss on token level.
+
+For each trained token (mask 1) with log-prob ``logp`` under the current policy and ``old``
+under the sampling policy, ``ratio = exp(logp - old)`` and the per-token objective is
+``min(ratio * A, clip(ratio, 1 - eps, 1 + eps_high) * A)``. The loss is its negative,
+averaged over all trained tokens of the batch (``token-mean``) or per sequence first
+(``seq-mean-token-mean``). Optional terms: a k3 KL estimate against reference log-probs and an
+entropy bonus.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def token_logprobs(
+    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token log-probs (and entropies) of ``input_ids``: index ``i`` is the log-prob of token
+    ``i`` given tokens ``< i``; position 0 gets 0."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    logp_all = torch.log_softmax(logits, dim=-1)
+    picked = logp_all.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    zero = torch.zeros_like(picked[:, :1])
+    return torch.cat([zero, picked], dim=1), torch.cat([zero, entropy], dim=1)
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_eps: float = 0.2,
+    clip_eps_high: float | None = None,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    entropy: torch.Tensor | None = None,
+    entropy_coef: float = 0.0,
+    aggregation: str = "token-mean",
+    normalizer: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """Loss and metrics. ``advantages`` is per sequence ``[B]`` or per token ``[B, T]``.
+
+    ``normalizer``: divide the summed token loss by this instead of this batch's token count
+    (gradient accumulation passes the whole batch's count so micro-batches add up exactly).
+    """
+    mask = mask.to(logprobs.dtype)
+    if advantages.dim() == 1:
+        advantages = advantages[:, None].expand_as(logprobs)
+    ratio = torch.exp(logprobs - old_logprobs)
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + high)
+    per_token = -torch.minimum(ratio * advantages, clipped * advantages)
+    if kl_coef and ref_logprobs is not None:
+        delta = ref_logprobs - logprobs
+        per_token = per_token + kl_coef * (torch.exp(delta) - delta - 1.0)
+    if entropy_coef and entropy is not None:
+        per_token = per_token - entropy_coef * entropy
+    if aggregation == "token-mean":
+        denom = normalizer if normalizer is not None else mask.sum().clamp(min=1.0)
+        loss = (per_token * mask).sum() / denom
+    elif aggregation == "seq-mean-token-mean":
+        per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        loss = per_seq.sum() / (normalizer if normalizer is not None else per_seq.numel())
+    else:
+        raise ValueError(
+            f"unknown aggregation {aggregation!r}; use token-mean or seq-mean-token-mean"
+        )
+    with torch.no_grad():
+        n = mask.sum().clamp(min=1.0)
+        was_clipped = ((ratio - clipped).abs() > 1e-9).to(mask.dtype) * mask
+        metrics = {
+            "clip_frac": float(was_clipped.sum() / n),
+            "approx_kl": float((((ratio - 1) - (logprobs - old_logprobs)) * mask).sum() / n),
+            "ratio_mean": float((ratio * mask).sum() / n),
+        }
+        if entropy is not None:
+            metrics["entropy"] = float((entropy * mask).sum() / n)
+    return loss, metrics
