@@ -177,6 +177,10 @@ def _build_embedded(spec: str, out: Path) -> None:
     directory, name = str(gguf.parent), gguf.name
     tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name)
+    # GGUF weights are dequantized on load; drop the quantizer so it saves as a plain model.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     _clean_config(model.config)
     if not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = CHATML_TEMPLATE

@@ -1,0 +1,122 @@
+"""The local backend on a tiny Qwen3 built from a config: generation, training, checkpoints."""
+
+import pytest
+import torch
+from spade_train.backends import BackendError, make_backend
+from spade_train.loss import token_logprobs
+from spade_train.models import ModelError, resolve_model
+from spade_train.types import SamplingParams, TrainSample
+
+CHATS = [[{"role": "user", "content": f"answer {i}"}] for i in range(3)]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return make_backend("local", model="tiny:qwen3", lr=5e-3, micro_batch_size=2, seed=0)
+
+
+def samples_of(generations, advantage=1.0):
+    return [
+        TrainSample(
+            g.prompt_ids + g.completion_ids,
+            [0] * len(g.prompt_ids) + [1] * len(g.completion_ids),
+            [0.0] * len(g.prompt_ids) + g.logprobs,
+            advantage,
+            "agent",
+        )
+        for g in generations
+    ]
+
+
+def test_seeded_generation_is_reproducible_and_logprobs_match(backend):
+    params = SamplingParams(max_new_tokens=6, seed=3)
+    first, second = backend.generate(CHATS, params), backend.generate(CHATS, params)
+    assert [g.completion_ids for g in first] == [g.completion_ids for g in second]
+    other = backend.generate(CHATS, SamplingParams(max_new_tokens=6, seed=4))
+    assert [g.completion_ids for g in other] != [g.completion_ids for g in first]
+    for g in first:
+        assert len(g.logprobs) == len(g.completion_ids) <= 6
+        assert g.finish_reason in ("stop", "length")
+        ids = torch.tensor([g.prompt_ids + g.completion_ids])
+        with torch.no_grad():
+            lp, _ = token_logprobs(backend.model, ids, torch.ones_like(ids))
+        assert lp[0, len(g.prompt_ids) :].tolist() == pytest.approx(g.logprobs, abs=1e-4)
+    rendered = backend.tokenizer.decode(first[0].prompt_ids)
+    assert rendered.endswith("<|im_start|>assistant\n") and "answer 0" in rendered
+
+
+def test_tools_are_rendered_by_the_chat_template(backend):
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    g = backend.generate(CHATS[:1], SamplingParams(max_new_tokens=2, seed=0), tools=[[tool]])[0]
+    assert '"lookup"' in backend.tokenizer.decode(g.prompt_ids)
+    with pytest.raises(BackendError, match="tools has 2 entries"):
+        backend.generate(CHATS, SamplingParams(max_new_tokens=1), tools=[None, None])
+
+
+def test_train_step_with_positive_advantage_raises_likelihood(backend):
+    gens = backend.generate(CHATS, SamplingParams(max_new_tokens=6, seed=5))
+    batch = samples_of(gens)
+    before = [sum(g.logprobs) for g in gens]
+    metrics = [backend.train_step(batch) for _ in range(3)]
+    assert metrics[0]["tokens"] == sum(len(g.completion_ids) for g in gens)
+    assert metrics[0]["agent/tokens"] == metrics[0]["tokens"] and metrics[0]["grad_norm"] > 0
+    after = []
+    for g in gens:
+        ids = torch.tensor([g.prompt_ids + g.completion_ids])
+        with torch.no_grad():
+            lp, _ = token_logprobs(backend.model, ids, torch.ones_like(ids))
+        after.append(lp[0, len(g.prompt_ids) :].sum().item())
+    assert all(a > b for a, b in zip(after, before, strict=True))
+    with pytest.raises(BackendError, match="no samples"):
+        backend.train_step([])
+
+
+def test_save_and_load_resume_exactly(tmp_path):
+    def run(b, steps, batch):
+        return [b.train_step(batch)["loss"] for _ in range(steps)]
+
+    a = make_backend("local", model="tiny:qwen3", lr=1e-2, seed=1)
+    batch = samples_of(a.generate(CHATS, SamplingParams(max_new_tokens=5, seed=1)), 0.7)
+    run(a, 2, batch)
+    a.save(tmp_path / "ckpt")
+    straight = run(a, 2, batch) + [a.generate(CHATS, SamplingParams(max_new_tokens=4))[0].text]
+    b = make_backend("local", model="tiny:qwen3", lr=1e-2, seed=99)
+    b.load(tmp_path / "ckpt")
+    resumed = run(b, 2, batch) + [b.generate(CHATS, SamplingParams(max_new_tokens=4))[0].text]
+    assert resumed == straight
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.equal(p, q)
+    with pytest.raises(BackendError, match="not a local-backend checkpoint"):
+        b.load(tmp_path)
+
+
+def test_lora_trains_only_adapters():
+    b = make_backend("local", model="tiny:qwen3", lr=1e-2, lora={"r": 4, "alpha": 8})
+    frozen = {n: p.detach().clone() for n, p in b.model.named_parameters() if not p.requires_grad}
+    assert frozen and all("lora" not in n for n in frozen)
+    b.train_step(samples_of(b.generate(CHATS, SamplingParams(max_new_tokens=4, seed=0))))
+    for n, p in b.model.named_parameters():
+        if n in frozen:
+            assert torch.equal(p, frozen[n])
+
+
+def test_bad_options_and_models_are_clear_errors(tmp_path):
+    with pytest.raises(BackendError, match="unknown option"):
+        make_backend("local", model="tiny:qwen3", learning_rate=1)
+    with pytest.raises(BackendError, match="unknown backend"):
+        make_backend("nope")
+    with pytest.raises(ModelError, match="config.json missing"):
+        resolve_model(str(tmp_path / "absent"))
+    with pytest.raises(ModelError, match="unknown tiny model"):
+        resolve_model("tiny:llama")
+
+
+def test_tiny_models_are_deterministic(tmp_path):
+    from safetensors.torch import load_file
+
+    one = resolve_model("tiny:qwen3?layers=1&hidden=32", cache_dir=tmp_path / "a")
+    two = resolve_model("tiny:qwen3?layers=1&hidden=32", cache_dir=tmp_path / "b")
+    w1, w2 = load_file(one / "model.safetensors"), load_file(two / "model.safetensors")
+    assert w1.keys() == w2.keys() and all(torch.equal(w1[k], w2[k]) for k in w1)
+    assert (one / "tokenizer.json").read_text() == (two / "tokenizer.json").read_text()
+    assert not list((tmp_path / "a").glob(".*"))  # no temp dirs left behind
