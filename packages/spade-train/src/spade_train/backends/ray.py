@@ -249,8 +249,8 @@ class RayBackend:
         except RayError:
             pass
         actor = self._new_rollout(i)
+        self._rollout[i] = actor  # close() kills it even when it never became ready
         self._get(actor.ready.remote(), f"restart of rollout worker {i}")
-        self._rollout[i] = actor
         self._push_weights([actor])
 
     def _on_rollouts(self, method: str, args_for: Any) -> list[Any]:
