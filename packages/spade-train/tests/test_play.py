@@ -119,7 +119,7 @@ def test_unknown_episode_is_an_error():
     factory = se.load_env(GUESS_ENV, "GuessEnv")
     spec = se.EpisodeSpec(factory, seed=1, max_turns=2)
     result = se.run_episodes([spec], lambda batch: ["\\boxed{9}"] * len(batch))[0]
-    with pytest.raises(KeyError, match="no recorded generation"):
+    with pytest.raises(KeyError, match="no recorded generations"):
         agent.generations_of(result)
     a, b = [{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]
     assert conversation_key(a) != conversation_key(b)

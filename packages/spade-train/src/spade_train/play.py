@@ -47,7 +47,10 @@ class PolicyAgent:
         self.backend = backend
         self.params_for = params_for
         self.on_generate = on_generate
-        self.records: dict[str, Generation] = {}
+        # Episodes are told apart by their message list (the runner keeps one list per episode
+        # and appends to it), since two episodes may show the very same conversation; the list
+        # is kept referenced so its id cannot be reused.
+        self.records: dict[int, tuple[list[Message], list[Generation]]] = {}
         self.calls = 0
 
     def __call__(
@@ -65,25 +68,21 @@ class PolicyAgent:
                 f"backend returned {len(generations)} generations for {len(batch)} chats"
             )
         for messages, generation in zip(batch, generations, strict=True):
-            self.records[conversation_key(messages)] = generation
+            self.records.setdefault(id(messages), (messages, []))[1].append(generation)
         if self.on_generate is not None:
             self.on_generate(generations)
         return [g.text for g in generations]
 
     def generations_of(self, result: se.EpisodeResult) -> list[Generation]:
         """The generations behind each assistant turn of ``result``, in order."""
-        found = []
-        for index, message in enumerate(result.messages):
-            if message.get("role") != "assistant":
-                continue
-            generation = self.records.get(conversation_key(result.messages[:index]))
-            if generation is None:
-                raise KeyError(
-                    f"{result.env_id}: no recorded generation for assistant turn at message "
-                    f"{index}; was this episode played by this agent?"
-                )
-            found.append(generation)
-        return found
+        turns = sum(m.get("role") == "assistant" for m in result.messages)
+        record = self.records.get(id(result.messages))
+        if record is None or record[0] is not result.messages or len(record[1]) != turns:
+            raise KeyError(
+                f"{result.env_id}: no recorded generations for this episode's {turns} "
+                "assistant turn(s); was it played by this agent?"
+            )
+        return list(record[1])
 
 
 def merge_turns(
