@@ -1,0 +1,207 @@
+"""The ``spade`` command: train, resume, inspect, recipes.
+
+    spade train --recipe quickstart [key=value ...] [--run-dir DIR] [--dry-run]
+    spade resume RUN_DIR
+    spade inspect RUN_DIR
+    spade recipes
+
+User mistakes (unknown recipe, bad override, missing run directory) print one ``error:`` line
+and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class UserError(Exception):
+    pass
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _plan(cfg: Any) -> list[tuple[str, str]]:
+    b, d, a = cfg.backend, cfg.designer, cfg.agent
+    rows = [
+        ("recipe", cfg.name),
+        ("mode / setting", f"{cfg.mode} / {cfg.setting}"),
+        ("cycles", str(cfg.cycles)),
+        ("backend", f"{b.name}: {b.model} (device {b.device}, lr {b.lr}, lora {bool(b.lora)})"),
+    ]
+    if b.options:
+        rows.append(("backend options", ", ".join(f"{k}={v}" for k, v in b.options.items())))
+    if cfg.mode == "spade":
+        rows += [
+            (
+                "designer",
+                f"{d.prompts_per_cycle} prompts x {d.group_size} completions per cycle, "
+                f"skills {', '.join(d.skills)}, hint from {d.hint_source}",
+            ),
+            (
+                "designer reward",
+                f"{cfg.reward.designer} (invalid {cfg.reward.invalid_penalty}, "
+                f"delay {cfg.reward.delay_cycles} cycles)",
+            ),
+            ("grounding / memory", f"{d.grounding.enabled} / {d.memory.enabled}"),
+        ]
+    elif cfg.mode == "fixed-static":
+        rows.append(("static corpus", f"{cfg.fixed.corpus} (split {cfg.fixed.split})"))
+    else:
+        rows.append(("procedural generators", ", ".join(cfg.fixed.generators)))
+    rows += [
+        (
+            "agent",
+            f"{a.envs_per_cycle} envs x {a.episodes_per_env} episodes with and without hint, "
+            f"max {a.max_turns} turns",
+        ),
+        ("validation", f"{cfg.validation.sandbox} sandbox, {cfg.validation.workers} workers"),
+        ("role normalization", str(cfg.advantage.role_normalization)),
+    ]
+    return rows
+
+
+def _print_plan(cfg: Any, run_dir: Path | None) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"spade train plan: {cfg.name}", show_header=False)
+    for key, value in _plan(cfg):
+        table.add_row(key, value)
+    if run_dir is not None:
+        table.add_row("run directory", str(run_dir))
+    from rich.console import Console
+
+    Console().print(table)
+
+
+def _default_run_dir(cfg: Any) -> Path:
+    if cfg.run_dir:
+        return Path(cfg.run_dir)
+    return Path("runs") / f"{cfg.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from spade_train.config import load_recipe
+
+    cfg = load_recipe(args.recipe, args.overrides)
+    run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir(cfg)
+    _print_plan(cfg, run_dir)
+    if args.dry_run:
+        print(f"dry run: recipe {cfg.name} is valid; nothing was started")
+        return 0
+    from spade_train.loop import start_run
+
+    console = _console()
+    loop = start_run(cfg, run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
+    loop.train()
+    console.print(f"[bold]spade[/]: done; run directory {run_dir} (plots in {run_dir}/plots)")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from spade_train.loop import resume_run
+
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "config.yaml").exists():
+        raise UserError(f"{run_dir} is not a spade run directory (no config.yaml)")
+    console = _console()
+    loop = resume_run(run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
+    console.print(f"[bold]spade[/]: resuming {run_dir} after cycle {loop.cycle}")
+    loop.train()
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from spade_train.plots import write_plots
+    from spade_train.rundir import RunDir
+
+    run = RunDir(args.run_dir)
+    if not run.metrics.exists():
+        raise UserError(f"{run.root} has no metrics.jsonl; is it a spade run directory?")
+    rows = run.read_metrics()
+    columns = [
+        ("cycle", "cycle"),
+        ("valid", "design/validity_rate"),
+        ("R hint", "play/return_hint"),
+        ("R no hint", "play/return_nohint"),
+        ("regret", "reward/regret_mean"),
+        ("loss", "train/loss"),
+        ("pool", "pool/size"),
+        ("s", "time/cycle_s"),
+    ]
+    table = Table(title=f"{run.root}")
+    for title, _ in columns:
+        table.add_column(title, justify="right")
+    for row in rows:
+        cells = []
+        for _, key in columns:
+            v = row.get(key)
+            cells.append("-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v))
+        table.add_row(*cells)
+    console = Console()
+    console.print(table)
+    paths = write_plots(rows, run.plots)
+    latest = run.latest_checkpoint()
+    console.print(f"checkpoint: {latest.name if latest else 'none'}")
+    console.print("plots: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_recipes(_args: argparse.Namespace) -> int:
+    from spade_train.config import list_recipes
+
+    for name in list_recipes():
+        print(name)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spade", description="SPADE self-play training")
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser("train", help="start a run from a recipe")
+    train.add_argument("--recipe", required=True, help="recipe name (see `spade recipes`) or path")
+    train.add_argument("--run-dir", help="run directory (default runs/<recipe>-<time>)")
+    train.add_argument("--dry-run", action="store_true", help="validate and print the plan only")
+    train.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides")
+    train.set_defaults(func=cmd_train)
+    resume = sub.add_parser("resume", help="continue a run from its last checkpoint")
+    resume.add_argument("run_dir")
+    resume.set_defaults(func=cmd_resume)
+    inspect = sub.add_parser("inspect", help="summary table and plots of a run")
+    inspect.add_argument("run_dir")
+    inspect.set_defaults(func=cmd_inspect)
+    recipes = sub.add_parser("recipes", help="list the shipped recipes")
+    recipes.set_defaults(func=cmd_recipes)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from spade_train.config import RecipeError
+    from spade_train.rundir import RunDirError
+
+    try:
+        return args.func(args)
+    except (UserError, RecipeError, RunDirError, FileExistsError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "interrupted; `spade resume RUN_DIR` continues from the last checkpoint",
+            file=sys.stderr,
+        )
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
