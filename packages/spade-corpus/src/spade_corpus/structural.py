@@ -21,10 +21,13 @@ These rules are conservative on purpose: a designer that writes a module-level `
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Collection
 from typing import Any
 
 import spade_envs as se
+
+_PARSE_LOCK = threading.Lock()
 
 __all__ = [
     "STRUCTURAL_REASONS",
@@ -286,7 +289,11 @@ def check_structure(
             "source_too_large", f"the source is {size} bytes (limit {max_source_bytes}); shorten it"
         )
     try:
-        tree = ast.parse(source)
+        # CPython 3.11 before 3.11.8 can fail ast.parse run from several threads at once with
+        # "SystemError: AST constructor recursion depth mismatch" (gh-106905); validate_many
+        # runs this in threads, so parsing is serialized.
+        with _PARSE_LOCK:
+            tree = ast.parse(source)
     except SyntaxError as exc:
         raise _reject("syntax_error", f"line {exc.lineno}: {exc.msg}; fix the syntax") from None
     except ValueError as exc:  # e.g. null bytes
