@@ -325,3 +325,13 @@ def test_resume_after_sigkill(tmp_path):
     assert sum(server.attempts.values()) == len(items) - done
     assert summary["suites"]["tool_use"]["n"] == len(items)
     assert summary["suites"]["tool_use"]["mean"] == 1.0
+
+
+def test_game_episodes_failing_in_the_model_stay_unscored(tmp_path):
+    def broken(batch, sampling):
+        raise ConnectionError("endpoint down")
+
+    cfg = {"suites": {"procedural": {"tasks": [], "episodes_per_game": 1}}}
+    with pytest.raises(ModelError, match="failed outside the game"):
+        evaluate(CallableClient(broken), cfg, tmp_path, progress=False)
+    assert not (tmp_path / "records.jsonl").exists() or not (tmp_path / "records.jsonl").read_text()

@@ -12,6 +12,7 @@ from typing import Any
 
 import spade_envs as se
 
+from ..errors import ModelError
 from . import Item, Score, suite_config
 
 DEFAULTS: dict[str, Any] = {
@@ -95,8 +96,12 @@ def play(
     if not specs:
         return
     results = se.run_episodes(specs, complete)
-    records = []
+    records, faults = [], []
     for item_id, res in zip(ids, results, strict=True):
+        if res.error and res.error.boundary in ("agent", "infrastructure"):
+            # a model or infrastructure fault is not the game's score: left unscored for a rerun
+            faults.append(f"{item_id}: {res.error.boundary}: {res.error.message[:200]}")
+            continue
         error = f"{res.error.boundary}: {res.error.message}" if res.error else ""
         records.append(
             {
@@ -109,3 +114,5 @@ def play(
             }
         )
     yield records
+    if faults:
+        raise ModelError(f"{len(faults)} game episodes failed outside the game; first: {faults[0]}")
