@@ -282,18 +282,24 @@ def check_structure(
     """Check ``source`` without running it; return what was found (class, imports, sizes).
 
     Raises :class:`StructuralRejection` for the first broken rule (see the module docstring).
+    Thread-safe: CPython 3.11 before 3.11.8 can fail ``ast.parse`` running in several threads
+    at once ("SystemError: AST constructor recursion depth mismatch", gh-106905), and
+    ``validate_many`` calls this from threads, so all of its parsing is serialized.
     """
+    with _PARSE_LOCK:
+        return _check_structure(source, allowed_imports, skill, max_source_bytes)
+
+
+def _check_structure(
+    source: str, allowed_imports: Collection[str], skill: str | None, max_source_bytes: int
+) -> dict[str, Any]:
     size = len(source.encode("utf-8", errors="surrogatepass"))
     if size > max_source_bytes:
         raise _reject(
             "source_too_large", f"the source is {size} bytes (limit {max_source_bytes}); shorten it"
         )
     try:
-        # CPython 3.11 before 3.11.8 can fail ast.parse run from several threads at once with
-        # "SystemError: AST constructor recursion depth mismatch" (gh-106905); validate_many
-        # runs this in threads, so parsing is serialized.
-        with _PARSE_LOCK:
-            tree = ast.parse(source)
+        tree = ast.parse(source)
     except SyntaxError as exc:
         raise _reject("syntax_error", f"line {exc.lineno}: {exc.msg}; fix the syntax") from None
     except ValueError as exc:  # e.g. null bytes
