@@ -21,13 +21,10 @@ These rules are conservative on purpose: a designer that writes a module-level `
 from __future__ import annotations
 
 import ast
-import threading
 from collections.abc import Collection
 from typing import Any
 
 import spade_envs as se
-
-_PARSE_LOCK = threading.Lock()
 
 __all__ = [
     "STRUCTURAL_REASONS",
@@ -286,7 +283,7 @@ def check_structure(
     at once ("SystemError: AST constructor recursion depth mismatch", gh-106905), and
     ``validate_many`` calls this from threads, so all of its parsing is serialized.
     """
-    with _PARSE_LOCK:
+    with se.PARSE_LOCK:
         return _check_structure(source, allowed_imports, skill, max_source_bytes)
 
 

@@ -70,7 +70,7 @@ from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
 from .registry import NAMESPACE, make_corpus_env, register_corpus
 from .registry import _register_example as _register_example
-from .source import SandboxedFactory, find_env_class, load_env, load_env_class
+from .source import PARSE_LOCK, SandboxedFactory, find_env_class, load_env, load_env_class
 from .tools import (
     PARSE_OUTCOMES,
     TOOL_CALL_FORMAT_TEXT,
@@ -97,7 +97,7 @@ __all__ = [
     # checker
     "check_env", "check_step_result", "play_actions", "solution_actions", "CheckReport", "REASON_CODES",
     # loading
-    "load_env", "load_env_class", "find_env_class", "SandboxedFactory",
+    "load_env", "load_env_class", "find_env_class", "SandboxedFactory", "PARSE_LOCK",
     # gymnasium
     "SpadeGymEnv", "TEXT_CHARSET", "text_space", "register_corpus", "make_corpus_env", "NAMESPACE",
     # chat runner

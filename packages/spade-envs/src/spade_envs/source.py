@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import threading
 import types
 from typing import Any
 
@@ -19,6 +20,12 @@ from .errors import SandboxUnavailableError, SourceError
 __all__ = ["find_env_class", "load_env_class", "load_env", "SandboxedFactory"]
 
 
+PARSE_LOCK = threading.RLock()
+"""Serializes ``ast.parse`` in this process: CPython 3.11 before 3.11.8 can fail parsing in
+several threads at once ("AST constructor recursion depth mismatch", gh-106905). Code that
+parses environment sources from threads (spade-corpus validation) holds it too."""
+
+
 def find_env_class(source: str, class_name: str | None = None, origin: str = "<source>") -> str:
     """The name of the environment class in ``source``, checked without running it.
 
@@ -26,7 +33,8 @@ def find_env_class(source: str, class_name: str | None = None, origin: str = "<s
     one top-level class whose name ends in ``Env``.
     """
     try:
-        tree = ast.parse(source, filename=origin)
+        with PARSE_LOCK:
+            tree = ast.parse(source, filename=origin)
     except SyntaxError as exc:
         raise SourceError(f"{origin}: syntax error at line {exc.lineno}: {exc.msg}") from None
     names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
