@@ -17,7 +17,7 @@ from spade_train.core.design import (
     parse_hint_output,
 )
 
-SOURCE = '''import random
+SOURCE = """import random
 
 
 class TinyEnv:
@@ -29,7 +29,7 @@ class TinyEnv:
     def reset(self, seed=None):
         self.rng = random.Random(seed)
         return "Say \\\\boxed{1}.", {}
-'''
+"""
 
 
 def _entry(i: int, win: float) -> sc.MemoryEntry:
@@ -37,8 +37,11 @@ def _entry(i: int, win: float) -> sc.MemoryEntry:
     return sc.MemoryEntry(f"env{i}", "Math", sc.code_excerpt(code), win, 0.1 * i, 1, "h")
 
 
-MEMORY = {"frontier": [_entry(1, 0.5), _entry(2, 0.45)], "too_easy": [_entry(3, 0.97)],
-          "too_hard": [_entry(4, 0.02)]}
+MEMORY = {
+    "frontier": [_entry(1, 0.5), _entry(2, 0.45)],
+    "too_easy": [_entry(3, 0.97)],
+    "too_hard": [_entry(4, 0.02)],
+}
 GROUNDING = ["The knight moves in an L shape across the board. " * 20, "Tides follow the moon."]
 
 
@@ -85,8 +88,10 @@ def test_fence_flavours(fence: str) -> None:
 
 def test_chatter_several_blocks_and_hint_spellings() -> None:
     other = "```python\ndef helper():\n    return 1\n```\n"
-    _ok(f"First a helper:\n{other}Now the env:\n```python\n{SOURCE}```\n"
-        "Hint: Work backwards\nfrom the goal.\n\nHope this helps!")
+    _ok(
+        f"First a helper:\n{other}Now the env:\n```python\n{SOURCE}```\n"
+        "Hint: Work backwards\nfrom the goal.\n\nHope this helps!"
+    )
     _ok(f"```python\n{SOURCE}```\n<hint>Work backwards from the goal.</hint> bye")
     _ok(f"```python\n{SOURCE}```\n**HINT:** Work backwards from the goal.")
     _ok(f"```json\n{{}}\n```\n```python\n{SOURCE}```\nHINT: Work backwards from the goal.")
@@ -100,8 +105,10 @@ def test_chatter_several_blocks_and_hint_spellings() -> None:
         (f"```python\n{SOURCE}", "unterminated_code_block"),
         ("```python\nclass BadEnv(:\n    pass\n```\nHINT: x", "syntax_error"),
         ("```python\nclass Game:\n    pass\n```\nHINT: x", "no_env_class"),
-        ("```python\nclass AEnv:\n    pass\nclass BEnv:\n    pass\n```\nHINT: x",
-         "multiple_env_classes"),
+        (
+            "```python\nclass AEnv:\n    pass\nclass BEnv:\n    pass\n```\nHINT: x",
+            "multiple_env_classes",
+        ),
         (f"```python\n{SOURCE}```\nThat's all.", "missing_hint"),
         (f"```python\n{SOURCE}```\nHINT:   \n", "empty_hint"),
         ("```python\nclass LongEnv:\n" + "    x = 1\n" * 3000 + "```\nHINT: x", "too_long"),

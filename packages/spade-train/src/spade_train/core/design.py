@@ -107,9 +107,7 @@ def _user_text(
     else:
         parts.append(f'Set the class attribute skill = "{skill}".')
     if grounding:
-        snippets = "\n".join(
-            f"<<<\n{_clip(s, snippet_chars)}\n>>>" for s in grounding if s.strip()
-        )
+        snippets = "\n".join(f"<<<\n{_clip(s, snippet_chars)}\n>>>" for s in grounding if s.strip())
         parts.append(
             "Inspiration (text snippets between <<< and >>>; borrow a theme or idea, do not "
             "copy them):\n" + snippets
@@ -154,9 +152,7 @@ def build_designer_messages(
         user = _user_text(skill, setting, grounding, mem, max_turns, snippet_chars, excerpt_chars)
         if len(system) + len(user) <= COMPACT_PROMPT_CHARS:
             break
-    while len(system) + len(user) > COMPACT_PROMPT_CHARS and (
-        grounding or any(mem.values())
-    ):
+    while len(system) + len(user) > COMPACT_PROMPT_CHARS and (grounding or any(mem.values())):
         longest = max(mem, key=lambda k: len(mem[k]), default=None)
         if longest is not None and mem[longest]:
             mem[longest].pop()
@@ -262,9 +258,7 @@ def parse_designer_output(text: str, max_source_chars: int = DEFAULT_MAX_SOURCE_
             break
     if chosen is None:
         if first_error is not None:
-            raise DesignParseError(
-                "syntax_error", f"line {first_error.lineno}: {first_error.msg}"
-            )
+            raise DesignParseError("syntax_error", f"line {first_error.lineno}: {first_error.msg}")
         raise DesignParseError("no_env_class", "no top-level class whose name ends in 'Env'")
     code, end, tree = chosen
     if len(code) > max_source_chars:
