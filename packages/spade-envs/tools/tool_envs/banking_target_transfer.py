@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: banking_target_transfer
 # TITLE: Transfer to reach a target balance
 # SPLIT: train

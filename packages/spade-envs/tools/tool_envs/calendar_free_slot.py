@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: calendar_free_slot
 # TITLE: Earliest shared free slot
 # SPLIT: train

@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: database_customer_spend
 # TITLE: A customer's order total
 # SPLIT: train

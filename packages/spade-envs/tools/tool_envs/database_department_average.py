@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: database_department_average
 # TITLE: Average salary of a department
 # SPLIT: train
@@ -13,7 +13,7 @@ class DepartmentAverageEnv(_ToolTask):
     ]
 
     def setup(self, rng):
-        self.depts = [{"dept_id": d, "name": n} for d, n in zip(rng.sample(range(10, 99), 4), ["sales", "ops", "legal", "research"])]
+        self.depts = [{"dept_id": d, "name": n} for d, n in zip(rng.sample(range(10, 99), 4), ["sales", "ops", "legal", "research"], strict=True)]
         self.target = rng.choice(self.depts)
         self.emps = [{"emp_id": 300 + i, "dept_id": rng.choice(self.depts)["dept_id"], "salary": rng.randrange(30000, 150000, 100)}
                      for i in range(rng.randint(15, 22))]

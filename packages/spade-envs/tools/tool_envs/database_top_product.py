@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: database_top_product
 # TITLE: Best-selling product in a region
 # SPLIT: heldout

@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: database_update_status
 # TITLE: Cancel a customer's open orders
 # SPLIT: train

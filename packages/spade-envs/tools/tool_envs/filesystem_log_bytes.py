@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: filesystem_log_bytes
 # TITLE: Total size of log files
 # SPLIT: train

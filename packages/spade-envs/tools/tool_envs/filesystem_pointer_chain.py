@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: filesystem_pointer_chain
 # TITLE: Follow the pointer files
 # SPLIT: train

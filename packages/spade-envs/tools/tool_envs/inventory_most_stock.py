@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: inventory_most_stock
 # TITLE: Which warehouse holds the most
 # SPLIT: train

@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: inventory_restock_cost
 # TITLE: Cost of restocking
 # SPLIT: train

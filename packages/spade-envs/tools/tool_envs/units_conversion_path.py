@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: units_conversion_path
 # TITLE: Converting through a chain of units
 # SPLIT: train
@@ -12,14 +12,14 @@ class ConversionPathEnv(_ToolTask):
     def setup(self, rng):
         units = rng.sample(["arn", "bix", "cor", "dun", "elk", "fap", "gim", "hox"], 6)
         self.edges = {u: {} for u in units}
-        for a, b in zip(units, units[1:]):
+        for a, b in zip(units, units[1:], strict=False):
             f = rng.choice([2, 3, 4, 5, 6, 8, 10, 12])
             self.edges[a][b], self.edges[b][a] = f, 1 / f
         self.path = units
         self.value = rng.randint(1, 9)
         self.src, self.dst = units[0], units[-1]
         total = self.value
-        for a, b in zip(units, units[1:]):
+        for a, b in zip(units, units[1:], strict=False):
             total *= self.edges[a][b]
         self.answer = total
         return f"How many {self.dst} are {self.value} {self.src}? Answer as \\boxed{{N}}."

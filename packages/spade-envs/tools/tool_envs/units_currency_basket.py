@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: units_currency_basket
 # TITLE: A shopping basket in many currencies
 # SPLIT: train

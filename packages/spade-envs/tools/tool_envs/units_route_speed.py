@@ -1,4 +1,4 @@
-# ruff: noqa: F821, E501, E731, B905
+# ruff: noqa: F821, E501
 # ID: units_route_speed
 # TITLE: Average speed of a multi-leg route
 # SPLIT: train

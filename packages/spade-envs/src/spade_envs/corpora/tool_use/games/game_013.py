@@ -175,7 +175,9 @@ class ManagerChainEnv(_ToolTask):
         self.staff = {ids[0]: {"id": ids[0], "name": names[0], "manager_id": None}}
         for i in range(1, 10):
             self.staff[ids[i]] = {"id": ids[i], "name": names[i], "manager_id": ids[rng.randrange(max(0, i - 3), i)]}
-        depth = lambda e: 0 if e["manager_id"] is None else 1 + depth(self.staff[e["manager_id"]])
+        def depth(e):
+            return 0 if e["manager_id"] is None else 1 + depth(self.staff[e["manager_id"]])
+
         self.start = max(self.staff.values(), key=lambda e: (depth(e), e["id"]))
         self.levels = min(depth(self.start), rng.randint(2, 3))
         chain, e = [], self.start

@@ -176,7 +176,7 @@ class LargestFileEnv(_ToolTask):
             for i in range(rng.randint(2, 4)):
                 self.files[f"{self.root}/{d}/{rng.choice(['main', 'util', 'img', 'notes'])}{i}{rng.randint(0, 99)}.dat"] = 0
         sizes = rng.sample(range(1000, 900000), len(self.files))
-        self.files = {p: s for p, s in zip(sorted(self.files), sizes)}
+        self.files = {p: s for p, s in zip(sorted(self.files), sizes, strict=True)}
         self.answer = max(self.files, key=self.files.get)
         return f"Which file under {self.root} is the largest? Answer with its full path as \\boxed{{/path}}."
 
