@@ -434,7 +434,7 @@ class SelfPlay:
             p, g = divmod(i, cfg.group_size)
             rec = DesignRecord(p, g, skills[p], gen.text, gen)
             try:
-                parsed = dz.parse_designer_output(gen.text)
+                parsed = dz.parse_designer_output(gen.text, max_source_chars=cfg.max_source_chars)
                 rec.source, rec.class_name, rec.hint = parsed.source, parsed.class_name, parsed.hint
             except dz.DesignParseError as exc:
                 if exc.code in ("missing_hint", "empty_hint") and cfg.hint_source != "reply":
@@ -569,7 +569,6 @@ class SelfPlay:
         )
         progress.update(task, completed=max(1, len(specs)))
         played = [PlayedEnv(e) for e in envs]
-        groups: dict[tuple[str, bool], list[int]] = {}
         agent_rewards = []
         keep = self.cfg.logging.transcripts_per_cycle
         out = self.run.transcripts / self.run.cycle_name(cycle)
@@ -582,7 +581,6 @@ class SelfPlay:
                 agent, result, 0.0, {"env_id": p.entry.env_id, "hinted": hinted}
             )
             group = (p.entry.env_id, hinted)
-            groups.setdefault(group, []).append(n)
             agent_rewards.append((samples, result.episode_return, group))
             if n < keep:
                 tag = "hint" if hinted else "nohint"

@@ -14,7 +14,6 @@ sample never trains on tokens the policy did not produce.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,11 +21,6 @@ import spade_envs as se
 
 from spade_train.backends.base import PolicyBackend
 from spade_train.types import Generation, Message, Role, SamplingParams, TrainSample
-
-
-def conversation_key(messages: Sequence[Message]) -> str:
-    """A stable key for a conversation (role, content and tool fields of every message)."""
-    return json.dumps([dict(m) for m in messages], sort_keys=True, ensure_ascii=False)
 
 
 class PolicyAgent:
