@@ -176,15 +176,18 @@ class SelfPlay:
         for rec in corpus.records:
             if rec.split != self.cfg.fixed.split:
                 continue
+            tools = rec.extra.get("tools") if self.cfg.setting == "tool-use" else None
             entry = PoolEntry(
                 env_id=rec.id,
                 source=corpus.source(rec.id),
                 class_name=rec.class_name,
                 hint=rec.hint,
-                skill=rec.skill,
+                # tool-use environments are grouped by domain (their skill is "ToolUse")
+                skill=str(rec.extra.get("domain") or rec.skill) if tools else rec.skill,
                 max_turns=min(rec.max_turns, self.cfg.agent.max_turns),
                 cycle_added=0,
                 origin=rec.origin,
+                tools=tools,
             )
             added += self.pool.add(entry) is not None
         return added
@@ -261,8 +264,9 @@ class SelfPlay:
         room = max(0, cfg.agent.envs_per_cycle - len(to_play))
         if room and cfg.mode != "fixed-procedural":
             taken = {e.env_id for e in to_play}
-            to_play += [e for e in self.pool.sample(room, self.rng) if e.env_id not in taken]
-        played, agent_samples, agent_rewards = self.play(cycle, to_play, progress)
+            drawn = self.pool.sample(room + len(taken), self.rng)
+            to_play += [e for e in drawn if e.env_id not in taken][:room]
+        played, agent_rewards = self.play(cycle, to_play, progress)
         times["play_s"] = time.perf_counter() - t
         hinted = [r for p in played for r in p.hinted]
         unhinted = [r for p in played for r in p.unhinted]
@@ -496,6 +500,9 @@ class SelfPlay:
         for d, report in zip(todo, reports, strict=True):
             d.report = report.to_dict()
             if report.valid:
+                tools = None
+                if skill_arg is not None:
+                    tools = self._read_tools(d.source, report.checks.get("class_name") or d.class_name)
                 entry = PoolEntry(
                     env_id=d.env_id,
                     source=d.source,
@@ -505,12 +512,22 @@ class SelfPlay:
                     max_turns=self.cfg.agent.max_turns,
                     cycle_added=cycle,
                     origin="designer",
+                    tools=tools,
                 )
                 if self.pool.add(entry) is not None:
                     accepted.append(entry)
                 else:
                     d.report = {**d.report, "valid": False, "reason": "duplicate"}
         return accepted
+
+    def _read_tools(self, source: str, class_name: str) -> list[dict[str, Any]] | None:
+        """The declared tools of a validated tool-use environment (read in the sandbox: a
+        sandboxed environment exposes no attributes to the runner)."""
+        try:
+            tools, _domain = sc.read_tools(source, class_name, self.sandbox_config)
+        except se.ContractError:
+            return None
+        return [dict(t) for t in tools] if isinstance(tools, list) and tools else None
 
     def procedural_envs(self, cycle: int) -> list[PoolEntry]:
         designs = self.curriculum.propose(self.cfg.agent.envs_per_cycle)
@@ -548,6 +565,7 @@ class SelfPlay:
                             hint=entry.hint if hinted else None,
                             env_id=entry.env_id,
                             max_turns=min(entry.max_turns, cfg.max_turns),
+                            tools=entry.tools,
                         )
                     )
                     owners.append((k, hinted))
