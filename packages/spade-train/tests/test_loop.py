@@ -48,7 +48,10 @@ def small(recipe="quickstart", *extra):
 
 
 def without_times(rows):
-    return [{k: v for k, v in r.items() if not k.startswith("time/") and "time_s" not in k} for r in rows]
+    return [
+        {k: v for k, v in r.items() if not k.startswith("time/") and "time_s" not in k}
+        for r in rows
+    ]
 
 
 def good_reply() -> str:
@@ -98,7 +101,9 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path):
     assert row["adv/designer_n"] == 2 and row["adv/agent_n"] == row["play/episodes"]
     assert row["train/samples"] > 0 and row["train/step"] == 1
     run = tmp_path / "run"
-    designs = [json.loads(x) for x in (run / "designs" / "cycle_0001.jsonl").read_text().splitlines()]
+    designs = [
+        json.loads(x) for x in (run / "designs" / "cycle_0001.jsonl").read_text().splitlines()
+    ]
     assert [d["valid"] for d in designs] == [True, False]
     assert designs[0]["report"]["valid"] and designs[0]["hint"]
     pool = json.loads((run / "pool.json").read_text())

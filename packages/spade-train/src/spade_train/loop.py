@@ -502,7 +502,9 @@ class SelfPlay:
             if report.valid:
                 tools = None
                 if skill_arg is not None:
-                    tools = self._read_tools(d.source, report.checks.get("class_name") or d.class_name)
+                    tools = self._read_tools(
+                        d.source, report.checks.get("class_name") or d.class_name
+                    )
                 entry = PoolEntry(
                     env_id=d.env_id,
                     source=d.source,

@@ -231,9 +231,7 @@ def make_source(generator: str, level: int) -> ProceduralDesign:
     source = (
         f'"""Procedural {generator} environment, difficulty level {level}."""\n\n'
         "import random\nimport re\n\n"
-        f"LEVEL = {level}\nSKILL = {skill!r}\n"
-        + textwrap.dedent(make)
-        + _CLASS
+        f"LEVEL = {level}\nSKILL = {skill!r}\n" + textwrap.dedent(make) + _CLASS
     )
     return ProceduralDesign(source, "ProceduralEnv", hint, skill, generator, level)
 
