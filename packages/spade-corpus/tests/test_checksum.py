@@ -47,9 +47,9 @@ def test_sha256_file_streams_large_files(tmp_path):
 def test_manifest_counts_revision_and_whole_checksum():
     corpus = se.load_corpus("example")
     manifest = corpus_manifest(corpus)
-    assert manifest["total"] == 12
-    assert manifest["counts_by_skill"] == {s: 2 for s in sorted(se.SKILLS)}
-    assert manifest["counts_by_split"] == {"heldout": 6, "train": 6}
+    assert manifest["total"] == 60
+    assert manifest["counts_by_skill"] == {s: 10 for s in sorted(se.SKILLS)}
+    assert manifest["counts_by_split"] == {"heldout": 12, "train": 48}
     assert manifest["revision"] == manifest["corpus_sha256"][:16]
     assert corpus_manifest(corpus, "v1.2")["revision"] == "v1.2"
     # independent of manifest order, sensitive to any record field
@@ -68,10 +68,10 @@ def test_checksum_is_the_same_in_every_format(tmp_path):
 def test_verify_clean_corpus(corpus_dir):
     report = verify(corpus_dir)
     assert report.ok and report.problems == ()
-    assert report.records == 12
+    assert report.records == 60
     assert (
-        report.files == 15
-    )  # 12 games + manifest + validation manifest + summary, each hashed once
+        report.files == 63
+    )  # 60 games + manifest + validation manifest + summary, each hashed once
     assert report.bytes_hashed == sum(
         f.stat().st_size
         for f in corpus_dir.rglob("*")
@@ -110,7 +110,7 @@ def test_verify_jsonl_and_parquet_name_every_bad_row(tmp_path):
     report = verify(jsonl)
     assert report.bad_records() == [rows[1]["id"], rows[5]["id"]]
     assert any(p.where == "c.jsonl line 9" and "invalid JSON" in p.message for p in report.problems)
-    assert report.records == 11
+    assert report.records == 59
     (tmp_path / "c.jsonl.meta.json").write_text("{truncated")
     assert any(p.where == "c.jsonl.meta.json" for p in verify(jsonl).problems)
 
@@ -125,7 +125,7 @@ def test_verify_jsonl_and_parquet_name_every_bad_row(tmp_path):
 
 def test_verify_cli_exit_codes(corpus_dir, capsys):
     assert _cli(add_verify_arguments, run_verify, [str(corpus_dir)]) == 0
-    assert "ok: 12 records" in capsys.readouterr().out
+    assert "ok: 60 records" in capsys.readouterr().out
     records = se.load_corpus(corpus_dir).records
     for rec in (records[2], records[9]):
         (corpus_dir / rec.file).write_text("# gone\n")
@@ -143,7 +143,7 @@ def test_verify_cli_exit_codes(corpus_dir, capsys):
 def test_checksum_cli_prints_the_manifest(capsys, corpus_dir):
     assert _cli(add_checksum_arguments, run_checksum, ["example", "--revision", "r7"]) == 0
     manifest = json.loads(capsys.readouterr().out)
-    assert manifest["revision"] == "r7" and manifest["total"] == 12
+    assert manifest["revision"] == "r7" and manifest["total"] == 60
     (corpus_dir / "games" / "game_001.py").write_text("x = 1\n")
     assert _cli(add_checksum_arguments, run_checksum, [str(corpus_dir)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -161,4 +161,4 @@ def test_verify_reports_a_non_utf8_manifest_line_and_checks_the_rest(corpus_dir)
         p.where == "manifest.jsonl line 5" and "invalid JSON" in p.message for p in report.problems
     )
     assert se.load_corpus("example").ids()[9] in report.bad_records()
-    assert report.records == 11
+    assert report.records == 59

@@ -31,11 +31,11 @@ def test_pack_verify_checksum_and_stats_chain(tmp_path, corpus_dir):
     assert cli("verify", packed).returncode == 0
     a = json.loads(cli("checksum", corpus_dir).stdout)
     b = json.loads(cli("checksum", packed).stdout)
-    assert a["corpus_sha256"] == b["corpus_sha256"] and a["total"] == 12
+    assert a["corpus_sha256"] == b["corpus_sha256"] and a["total"] == 60
     png = tmp_path / "stats.png"
     out = cli("stats", packed, "--png", png, "--json")
     assert out.returncode == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert json.loads(out.stdout)["total"] == 12
+    assert json.loads(out.stdout)["total"] == 60
 
 
 def test_verify_names_every_tampered_record(corpus_dir):

@@ -103,7 +103,7 @@ def test_normalization_ignores_comments_docstrings_and_layout(example):
 
 def test_example_games_have_no_duplicates(example):
     report = find_duplicates(example)
-    assert report.total == 12 and report.clusters == () and report.dropped_ids() == []
+    assert report.total == 60 and report.clusters == () and report.dropped_ids() == []
 
 
 def test_exact_and_near_duplicates_are_found(example):

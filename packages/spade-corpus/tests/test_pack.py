@@ -110,7 +110,7 @@ def test_datasets_loads_jsonl_and_parquet(rich_corpus, tmp_path, monkeypatch):
         dataset = datasets.load_dataset(
             kind, data_files=str(path), split="train", cache_dir=str(tmp_path / "cache")
         )
-        assert dataset.num_rows == 12
+        assert dataset.num_rows == 60
         assert dataset["id"] == example.ids()
         assert dataset["source"][4] == example.sources[example.ids()[4]]
         assert {"hint", "sha256", "skill", "validation"} <= set(dataset.column_names)

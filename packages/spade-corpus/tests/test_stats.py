@@ -37,7 +37,7 @@ def test_example_stats():
     corpus = se.load_corpus("example")
     stats = corpus_stats(corpus)
     sizes = [len(s) for s in corpus.sources.values()]
-    assert stats["total"] == 12 and stats["by_skill"] == {s: 2 for s in sorted(se.SKILLS)}
+    assert stats["total"] == 60 and stats["by_skill"] == {s: 10 for s in sorted(se.SKILLS)}
     assert stats["source_chars"]["min"] == min(sizes) and stats["source_chars"]["max"] == max(sizes)
     assert stats["source_chars"]["total"] == sum(sizes)
     assert stats["source_lines"]["total"] == sum(
@@ -55,12 +55,12 @@ def test_example_stats():
 def test_pass_rate_counts_rejected_rows_and_numeric_difficulty_only(mixed_corpus):
     stats = corpus_stats(mixed_corpus)
     validation = stats["validation"]
-    assert (validation["rows"], validation["valid"], validation["invalid"]) == (14, 12, 2)
-    assert validation["pass_rate"] == pytest.approx(12 / 14)
+    assert (validation["rows"], validation["valid"], validation["invalid"]) == (62, 60, 2)
+    assert validation["pass_rate"] == pytest.approx(60 / 62)
     assert validation["by_reason"] == {"no_termination": 1, "solution_fails": 1}
-    assert validation["pass_rate_by_skill"]["Math"] == pytest.approx(2 / 3)
+    assert validation["pass_rate_by_skill"]["Math"] == pytest.approx(10 / 11)
     assert set(stats["difficulty"]) == {"episodes", "random_agent_win_rate", "regret"}
-    assert stats["difficulty"]["regret"]["max"] == pytest.approx(1.1)
+    assert stats["difficulty"]["regret"]["max"] == pytest.approx(5.9)
 
 
 def test_chart_is_a_png_written_atomically(mixed_corpus, tmp_path):
@@ -83,10 +83,10 @@ def test_cli(mixed_corpus, tmp_path, capsys):
     png = tmp_path / "out.png"
     assert _cli([str(mixed_corpus.path), "--json", "--png", str(png)]) == 0
     stats = json.loads(capsys.readouterr().out)
-    assert stats["total"] == 12 and png.read_bytes()[:8] == PNG_SIGNATURE
+    assert stats["total"] == 60 and png.read_bytes()[:8] == PNG_SIGNATURE
     assert _cli(["example"]) == 0
     out = capsys.readouterr().out
-    assert "12 environments" in out and "validation: 12/12 pass" in out
+    assert "60 environments" in out and "validation: 60/60 pass" in out
     assert _cli([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not found" in err[0]

@@ -43,7 +43,7 @@ def test_example_corpus_all_accepted(example_validation):
     corpus = se.load_corpus("example")
     assert [r.env_id for r in reports] == corpus.ids()
     assert all(r.valid for r in reports), [r.message for r in reports if not r.valid]
-    assert summary["total"] == summary["valid"] == 12 and summary["by_reason"] == {}
+    assert summary["total"] == summary["valid"] == 60 and summary["by_reason"] == {}
     assert summary["by_skill"] == corpus.counts_by_skill()
     for rep in reports:  # the same measurements as the shipped validation manifest
         shipped = corpus.validation[rep.env_id]["checks"]

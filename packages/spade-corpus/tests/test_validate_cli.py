@@ -21,8 +21,8 @@ def test_example_corpus_exit_0_and_report(tmp_path, capsys):
     out.write_text("old")
     assert main(["example", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["summary"]["valid"] == 12 and len(report["reports"]) == 12
-    assert "12/12 valid" in capsys.readouterr().out
+    assert report["summary"]["valid"] == 60 and len(report["reports"]) == 60
+    assert "60/60 valid" in capsys.readouterr().out
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temp file left
 
 

@@ -48,6 +48,18 @@ def _picture(rng, _observation):
     return _boxed(";".join(rows))
 
 
+def _seating(rng, _observation):
+    guests = ["Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hal"]
+    return _boxed(" ".join(["Ada", *rng.sample(guests, 7)]))
+
+
+def _gate(rng, _observation):
+    if rng.random() < 0.7:
+        return _boxed("test " + "".join(rng.choice("01") for _ in range(5)))
+    kind = rng.choice(["AND", "OR", "XOR", "NAND", "NOR", "XNOR"])
+    return _boxed(f"faulty G{rng.randint(1, 12)} {kind}")
+
+
 RANDOM_ACTIONS = {
     "logic_latin_fill": _latin,
     "logic_clause_repair": _bits,
@@ -55,6 +67,8 @@ RANDOM_ACTIONS = {
     "logic_alternating_guard": _guard,
     "logic_four_houses": _houses,
     "logic_nonogram": _picture,
+    "logic_round_table": _seating,
+    "logic_gate_fault": _gate,
 }
 
 # Measured over 2,000 seeded episodes per game (seeds 10000-11999, rng random.Random(seed)).
@@ -65,4 +79,6 @@ MEASURED_RANDOM_WIN_RATE = {
     "logic_alternating_guard": 0.001,
     "logic_four_houses": 0.0,
     "logic_nonogram": 0.0,
+    "logic_round_table": 0.0,
+    "logic_gate_fault": 0.0155,
 }

@@ -192,7 +192,7 @@ def test_procedural_games_through_spade_envs(tmp_path):
     cfg = {"suites": {"procedural": {"tasks": [], "episodes_per_game": 1}}}
     summary = evaluate(CallableClient(agent), cfg, tmp_path, progress=False)
     s = summary["suites"]["procedural"]
-    assert s["n"] == 6  # the six held-out games of the example corpus
+    assert s["n"] == 12  # the twelve held-out games of the example corpus (two per skill)
     assert 0.0 <= s["mean"] <= 1.0 and calls
     recs = [json.loads(x) for x in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert all(r["item_id"].startswith("game/") and not r["detail"] for r in recs)

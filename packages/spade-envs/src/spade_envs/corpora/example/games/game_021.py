@@ -148,9 +148,7 @@ class LatinFillEnv:
     def solution(self) -> str:
         lines = []
         for r, row in enumerate(self._grid):
-            triples = [
-                f"{r + 1} {c + 1} {self._answer[r][c]}" for c, v in enumerate(row) if v == 0
-            ]
+            triples = [f"{r + 1} {c + 1} {self._answer[r][c]}" for c, v in enumerate(row) if v == 0]
             if triples:
                 lines.append("\\boxed{" + "; ".join(triples) + "}")
         return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Tower cover: reach every village with the fewest radio towers, one tower per turn."""
 
+import functools
 import itertools
 import random
 import re
@@ -56,12 +57,13 @@ class TowerCoverEnv:
                 name: set(rng.sample(villages, rng.randint(3, self.num_villages // 3 + 1)))
                 for name in names
             }
-            covers = []
+            masks = {n: sum(1 << v for v in sites[n]) for n in names}  # bit v: village v
+            full, covers = sum(1 << v for v in villages), []
             for size in range(1, len(names) + 1):
                 covers = [
                     combo
                     for combo in itertools.combinations(names, size)
-                    if set().union(*(sites[n] for n in combo)) == set(villages)
+                    if functools.reduce(int.__or__, (masks[n] for n in combo)) == full
                 ]
                 if covers:
                     break

@@ -98,7 +98,9 @@ class ThreeColouringEnv:
         return observation, self._info()
 
     def _render(self):
-        return " ".join(f"{self._names[v]}={self._colour.get(v, '?')}" for v in range(self.num_nodes))
+        return " ".join(
+            f"{self._names[v]}={self._colour.get(v, '?')}" for v in range(self.num_nodes)
+        )
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
         if self._done:

@@ -76,7 +76,11 @@ class AlternatingGuardEnv:
             if not 1 <= door <= n:
                 observation = f"There is no door {door}; doors are numbered 1 to {n}."
             elif door == self._door:
-                observation, reward, terminated = f"Door {door} hides the treasure. You win!", 1.0, True
+                observation, reward, terminated = (
+                    f"Door {door} hides the treasure. You win!",
+                    1.0,
+                    True,
+                )
             else:
                 observation, terminated = f"Door {door} is empty. You lose.", True
         else:

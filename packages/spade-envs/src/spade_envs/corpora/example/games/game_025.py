@@ -1,5 +1,6 @@
 """Four houses: deduce each house's colour, pet and drink from a list of clues."""
 
+import functools
 import itertools
 import random
 import re
@@ -12,9 +13,17 @@ _CATEGORIES = [
 ]
 _ITEMS = [item for _, items in _CATEGORIES for item in items]
 _OWNER = {
-    "red": "red house", "green": "green house", "blue": "blue house", "white": "white house",
-    "cat": "cat owner", "dog": "dog owner", "fish": "fish owner", "bird": "bird owner",
-    "tea": "tea drinker", "coffee": "coffee drinker", "milk": "milk drinker",
+    "red": "red house",
+    "green": "green house",
+    "blue": "blue house",
+    "white": "white house",
+    "cat": "cat owner",
+    "dog": "dog owner",
+    "fish": "fish owner",
+    "bird": "bird owner",
+    "tea": "tea drinker",
+    "coffee": "coffee drinker",
+    "milk": "milk drinker",
     "juice": "juice drinker",
 }
 _PART = re.compile(r"\s*(?:(\d)\s*[:=.)]\s*)?([a-z]+)[\s,]+([a-z]+)[\s,]+([a-z]+)\s*")
@@ -62,9 +71,10 @@ def _describe(clue):
     return f"{x} is somewhere left of {y}."
 
 
+@functools.lru_cache(maxsize=1)
 def _all_positions():
     perms = list(itertools.permutations(range(4)))
-    return [a + b + c for a in perms for b in perms for c in perms]
+    return tuple(a + b + c for a in perms for b in perms for c in perms)
 
 
 def _random_true_clue(rng, pos):
@@ -92,7 +102,7 @@ class FourHousesEnv:
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         rng = random.Random(seed)
-        alive = _all_positions()
+        alive = list(_all_positions())
         rng.shuffle(alive)
         truth = alive[0]
         clues = []
