@@ -94,6 +94,60 @@ def test_batched_episodes_call_the_agent_once_per_round(guess_factory):
     assert progress[-1] == (6, 6)
 
 
+def _plain(results):
+    return [(r.to_dict()["turns"], r.episode_return, r.error) for r in results]
+
+
+def test_a_concurrency_window_bounds_batches_and_open_environments(guess_factory):
+    state = {"open": 0, "peak": 0}
+    lock = threading.Lock()
+
+    class Counted:
+        def __init__(self, **kw):
+            self.env = guess_factory(**kw)
+            with lock:
+                state["open"] += 1
+                state["peak"] = max(state["peak"], state["open"])
+
+        def reset(self, seed=None):
+            return self.env.reset(seed=seed)
+
+        def step(self, action):
+            return self.env.step(action)
+
+        def close(self):
+            with lock:
+                state["open"] -= 1
+
+    calls = []
+
+    def agent(batch):
+        calls.append(len(batch))
+        return [se.RandomAgent(2)(m) for m in batch]
+
+    specs = [spec(Counted, seed=s, max_turns=3 + s % 4) for s in range(11)]
+    windowed = se.run_episodes(specs, agent, concurrency=3, workers=3)
+    assert max(calls) == 3 and state["peak"] == 3 and state["open"] == 0
+    everything = se.run_episodes(specs, lambda b: [se.RandomAgent(2)(m) for m in b])
+    assert _plain(windowed) == _plain(everything)  # same episodes, in the order of specs
+    assert [r.seed for r in windowed] == list(range(11))
+
+
+def test_an_agent_failure_also_ends_the_episodes_not_yet_started(guess_factory):
+    def agent(batch):
+        raise RuntimeError("model crashed")
+
+    results = se.run_episodes([spec(guess_factory, seed=s) for s in range(5)], agent, concurrency=2)
+    assert len(results) == 5
+    assert all(r.error.boundary == "agent" and "model crashed" in r.error.message for r in results)
+
+
+@pytest.mark.parametrize("kw", [{"concurrency": 0}, {"workers": 0}])
+def test_concurrency_and_workers_must_be_positive(guess_factory, kw):
+    with pytest.raises(ValueError, match="at least 1"):
+        se.run_episodes([spec(guess_factory)], binary_search_agent, **kw)
+
+
 def test_scripted_agents_replay_deterministically(guess_factory):
     a = [se.run_episode(spec(guess_factory, seed=s), se.RandomAgent(1)) for s in range(5)]
     b = [se.run_episode(spec(guess_factory, seed=s), se.RandomAgent(1)) for s in range(5)]

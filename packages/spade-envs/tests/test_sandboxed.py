@@ -60,3 +60,18 @@ def test_the_shipped_corpus_runs_sandboxed(config):
     for record in corpus.records[:3]:
         factory = corpus.factory(record.id, sandbox=True, sandbox_config=config)
         se.check_env(factory, seeds=(0,), max_turns=record.max_turns, hint=record.hint)
+
+
+def test_threaded_sandboxed_episodes_equal_the_sequential_ones(config):
+    corpus = se.load_corpus("example")
+    records = corpus.records[:4]
+    specs = [
+        se.EpisodeSpec(corpus.factory(r.id, sandbox=True, sandbox_config=config), seed=s, env_id=r.id,
+                       max_turns=r.max_turns)
+        for r in records for s in range(2)
+    ]
+    agent = se.RandomAgent(5)
+    threaded = se.run_episodes(specs, lambda b: [agent(m) for m in b], concurrency=5, workers=4)
+    sequential = se.run_episodes(specs, lambda b: [agent(m) for m in b])
+    assert all(r.error is None for r in threaded + sequential)
+    assert [r.to_dict()["turns"] for r in threaded] == [r.to_dict()["turns"] for r in sequential]

@@ -23,6 +23,7 @@ An exception from the environment or the agent ends that episode only: it is rec
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import os
@@ -31,6 +32,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -310,9 +312,16 @@ def run_episodes(
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     on_malformed: Literal["forward", "reprompt"] = "forward",
     on_turn: Callable[[int, int], None] | None = None,
+    concurrency: int | None = None,
+    workers: int = 1,
 ) -> list[EpisodeResult]:
     """Play many episodes in lockstep: each round, one batched agent call for all live episodes.
 
+    ``concurrency`` bounds the episodes in flight (and so each agent batch); a finished episode
+    is closed at once and the next spec takes its place. None plays all of them together.
+    ``workers`` threads start, step and close the round's environments at once: a sandboxed
+    environment spends that time waiting on its worker process, so threads overlap the waits.
+    Results come back in the order of ``specs`` and do not depend on ``workers``.
     ``on_turn(finished, total)`` is called after each round (for progress bars).
 
     Tool-use episodes (``spec.tools`` or the environment's ``tools`` attribute): an agent with
@@ -324,33 +333,71 @@ def run_episodes(
     """
     if on_malformed not in ("forward", "reprompt"):
         raise ValueError(f"on_malformed must be 'forward' or 'reprompt', not {on_malformed!r}")
+    if concurrency is not None and concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1 (or None for all), not {concurrency}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     native = bool(getattr(agent, "accepts_tools", False))
     episodes = [_Episode(spec, system_prompt, native) for spec in specs]
-    for ep in episodes:
-        ep.start()
-    while True:
-        live = [ep for ep in episodes if not ep.done]
-        if not live:
-            break
-        try:
-            if native:
-                replies = agent([ep.messages for ep in live], tools=[ep.tools for ep in live])
-            else:
-                replies = agent([ep.messages for ep in live])
-            if len(replies) != len(live):
-                raise ValueError(f"agent returned {len(replies)} replies for {len(live)} chats")
-        except Exception as exc:
-            for ep in live:
-                ep.fail("agent", exc)
-            break
-        for ep, reply in zip(live, replies, strict=True):
-            if not isinstance(reply, str):
-                ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
-            else:
-                ep.advance(reply, on_malformed)
-        if on_turn is not None:
-            on_turn(sum(ep.done for ep in episodes), len(episodes))
-    return [ep.result() for ep in episodes]
+    results: list[EpisodeResult | None] = [None] * len(episodes)
+    pending = collections.deque(range(len(episodes)))
+    limit = concurrency or max(1, len(episodes))
+    executor = ThreadPoolExecutor(workers, thread_name_prefix="spade-episodes") if workers > 1 else None
+
+    def each(fn: Callable[[Any], None], items: Sequence[Any]) -> None:
+        if executor is None or len(items) < 2:
+            for item in items:
+                fn(item)
+        else:
+            list(executor.map(fn, items))
+
+    def finish(index: int) -> None:
+        results[index] = episodes[index].result()
+
+    live: list[int] = []
+    try:
+        while live or pending:
+            admit = [pending.popleft() for _ in range(min(len(pending), limit - len(live)))]
+            each(lambda i: episodes[i].start(), admit)
+            live += admit
+            each(finish, [i for i in live if episodes[i].done])
+            live = [i for i in live if not episodes[i].done]
+            if not live:
+                continue
+            chats = [episodes[i].messages for i in live]
+            try:
+                if native:
+                    replies = agent(chats, tools=[episodes[i].tools for i in live])
+                else:
+                    replies = agent(chats)
+                if len(replies) != len(live):
+                    raise ValueError(f"agent returned {len(replies)} replies for {len(live)} chats")
+            except Exception as exc:
+                for i in [*live, *pending]:
+                    episodes[i].fail("agent", exc)
+                each(finish, live)
+                live, pending = [], collections.deque()
+                break
+
+            def reply_to(pair: tuple[int, Any]) -> None:
+                ep, reply = episodes[pair[0]], pair[1]
+                if not isinstance(reply, str):
+                    ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
+                else:
+                    ep.advance(reply, on_malformed)
+
+            each(reply_to, list(zip(live, replies, strict=True)))
+            each(finish, [i for i in live if episodes[i].done])
+            live = [i for i in live if not episodes[i].done]
+            if on_turn is not None:
+                on_turn(sum(ep.done for ep in episodes), len(episodes))
+    finally:
+        for index, result in enumerate(results):  # never-run or interrupted: closed, recorded
+            if result is None:
+                finish(index)
+        if executor is not None:
+            executor.shutdown(wait=True)
+    return [r for r in results if r is not None]
 
 
 def run_episode(

@@ -131,6 +131,9 @@ class ValidationConfig(_Strict):
     workers: int = Field(2, ge=1)
     timeout_s: float = Field(10.0, gt=0.0)
     sandbox: Literal["process", "docker"] = "process"
+    executor: Literal["local", "ray"] = "local"
+    """Where validation runs: a warm sandbox pool in this process, or sandbox worker actors on
+    Ray (``spade_train.backends.ray.RaySandboxPool``, ``workers`` of them)."""
 
 
 class AgentConfig(_Strict):
@@ -140,6 +143,9 @@ class AgentConfig(_Strict):
     max_turns: int = Field(6, ge=1)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     concurrency: int = Field(64, ge=1)
+    """Episodes in flight at once; each round's batched generation is at most this big."""
+    env_workers: int = Field(8, ge=1)
+    """Threads that start, step and close a round's (sandboxed) environments at once."""
 
 
 class RewardConfig(_Strict):
