@@ -71,6 +71,29 @@ def test_train_step_with_positive_advantage_raises_likelihood(backend):
         backend.train_step([])
 
 
+def test_zero_advantage_samples_are_skipped_with_the_same_gradient_and_step():
+    # b keeps every sample (an entropy term, too small to matter, turns the skipping off)
+    a = make_backend("local", model="tiny:qwen3", lr=1e-2, micro_batch_size=1, seed=2)
+    b = make_backend("local", model="tiny:qwen3", lr=1e-2, micro_batch_size=1, seed=2,
+                     entropy_coef=1e-30)  # fmt: skip
+    gens = a.generate(CHATS, SamplingParams(max_new_tokens=6, seed=2))
+    batch = [TrainSample(s.input_ids, s.loss_mask, s.old_logprobs, adv, s.role)
+             for s, adv in zip(samples_of(gens), (1.0, 0.0, -0.5), strict=True)]  # fmt: skip
+    ma, mb = a.train_step(batch), b.train_step(batch)
+    assert (ma["trained_samples"], mb["trained_samples"]) == (2.0, 3.0)
+    assert ma["tokens"] == mb["tokens"]
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.allclose(p.grad, q.grad, atol=1e-7) and torch.allclose(p, q, atol=1e-6)
+    idle = [TrainSample(s.input_ids, s.loss_mask, s.old_logprobs, 0.0, s.role) for s in batch]
+    before = [p.detach().clone() for p in a.model.parameters()]
+    ma, mb = a.train_step(idle), b.train_step(idle)
+    assert ma["trained_samples"] == 0.0 and ma["grad_norm"] == 0.0
+    moved = [not torch.equal(p, q) for p, q in zip(a.model.parameters(), before, strict=True)]
+    assert any(moved)  # Adam's momentum still steps, exactly as with zero gradients
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
 def test_save_and_load_resume_exactly(tmp_path):
     def run(b, steps, batch):
         return [b.train_step(batch)["loss"] for _ in range(steps)]

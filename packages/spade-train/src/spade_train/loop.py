@@ -144,6 +144,7 @@ class SelfPlay:
         limits = ss.Limits(call_wall_s=cfg.validation.timeout_s)
         self.sandbox_config = ss.SandboxConfig(backend=cfg.validation.sandbox, limits=limits)
         self.sandbox = None
+        self.ray_validator: Any = None
         self.writers: list[Any] = []
 
     # -- setup ------------------------------------------------------------------------------
@@ -155,6 +156,13 @@ class SelfPlay:
             )
         if self.sandbox is None:
             self.sandbox = ss.SandboxPool(self.sandbox_config, size=self.cfg.validation.workers)
+        if self.cfg.validation.executor == "ray" and self.ray_validator is None:
+            from spade_train.backends.ray import RaySandboxPool
+
+            self.ray_validator = RaySandboxPool(
+                num_workers=self.cfg.validation.workers,
+                call_timeout_s=60.0 + 20.0 * self.cfg.validation.timeout_s,
+            )
         if self.cfg.logging.wandb or self.cfg.logging.tensorboard:
             from spade_train.loggers import open_loggers
 
@@ -164,6 +172,9 @@ class SelfPlay:
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
+        if self.ray_validator is not None:
+            self.ray_validator.close()
+            self.ray_validator = None
         for writer in self.writers:
             writer.close()
         self.writers = []
@@ -484,17 +495,21 @@ class SelfPlay:
             )
             for d in todo
         ]
-        reports = (
-            sc.validate_many(
+        seeds = tuple(range(self.cfg.validation.seeds))
+        if not items:
+            reports = []
+        elif self.ray_validator is not None:  # sandbox worker actors, same reports and order
+            reports = self.ray_validator.validate_many(
+                items, seeds=seeds, config=self.sandbox_config
+            )
+        else:
+            reports = sc.validate_many(
                 items,
                 workers=self.cfg.validation.workers,
                 progress=False,
                 pool=self.sandbox,
-                seeds=tuple(range(self.cfg.validation.seeds)),
+                seeds=seeds,
             )
-            if items
-            else []
-        )
         progress.update(task, completed=max(1, len(todo)))
         accepted = []
         for d, report in zip(todo, reports, strict=True):
@@ -583,6 +598,8 @@ class SelfPlay:
                 specs,
                 agent,
                 on_turn=lambda done, total: progress.update(task, completed=done),
+                concurrency=self.cfg.agent.concurrency,
+                workers=self.cfg.agent.env_workers,
             )
             if specs
             else []

@@ -200,8 +200,19 @@ class LocalBackend:
         normalizer = max(1.0, total_tokens)
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum, sums = 0.0, {"clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0}
-        for start in range(0, len(samples), self.micro_batch_size):
-            part = samples[start : start + self.micro_batch_size]
+        # A sample with advantage 0 adds nothing to the clipped surrogate's gradient; without KL
+        # and entropy terms it is left out (same gradient, none of its compute). Micro-batches
+        # are cut from length-sorted samples so little of each is padding.
+        if not (self.kl_coef or self.entropy_coef):
+            trained = [s for s in samples if s.advantage != 0.0]
+        else:
+            trained = list(samples)
+        trained.sort(key=lambda s: min(len(s.input_ids), self.max_seq_len))
+        trained_tokens = max(
+            1.0, float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in trained))
+        )
+        for start in range(0, len(trained), self.micro_batch_size):
+            part = trained[start : start + self.micro_batch_size]
             ids, attention, mask, old, adv = self._batch(part)
             logp, entropy = token_logprobs(self.model, ids, attention)
             ref = None
@@ -223,10 +234,13 @@ class LocalBackend:
             )
             loss.backward()
             loss_sum += float(loss.detach())
-            weight = float(mask.sum()) / normalizer
+            weight = float(mask.sum()) / trained_tokens  # metrics: means over trained tokens
             for key in sums:
                 sums[key] += metrics.get(key, 0.0) * weight
         params = [p for p in self.model.parameters() if p.requires_grad]
+        for p in params:  # nothing trained: a zero gradient, so the step is the same (momentum)
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
         grad_norm = torch.nn.utils.clip_grad_norm_(params, self.grad_clip)
         self.optimizer.step()
         self.steps += 1
@@ -238,6 +252,7 @@ class LocalBackend:
             "step": float(self.steps),
             "step_time_s": time.perf_counter() - started,
             "truncated_prompts": float(self.truncated_prompts),
+            "trained_samples": float(len(trained)),
         }
         for role in ("agent", "designer"):
             mine = [s for s in samples if s.role == role]
