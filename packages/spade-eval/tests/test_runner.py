@@ -7,6 +7,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import spade_envs as se
 from spade_eval import CallableClient, ModelError, OpenAIClient, evaluate, render_results
 from spade_eval.render_table import main as table_main
 from spade_eval.suites import tool_use
@@ -332,6 +333,49 @@ def test_game_episodes_failing_in_the_model_stay_unscored(tmp_path):
         raise ConnectionError("endpoint down")
 
     cfg = {"suites": {"procedural": {"tasks": [], "episodes_per_game": 1}}}
-    with pytest.raises(ModelError, match="failed outside the game"):
+    with pytest.raises(ModelError, match="failed outside the environment"):
         evaluate(CallableClient(broken), cfg, tmp_path, progress=False)
     assert not (tmp_path / "records.jsonl").exists() or not (tmp_path / "records.jsonl").read_text()
+
+
+def solution_agent(corpus_path, split, seeds):
+    """Plays each environment's own solution(): the episode is found by its first observation;
+    chats it does not know (the BFCL-style items) get an empty reply."""
+    corpus = se.load_corpus(corpus_path)
+    plans = {}
+    for rec in corpus:
+        if rec.split == split:
+            env = se.load_env(corpus.source(rec.id), rec.class_name)(max_turns=rec.max_turns)
+            for seed in seeds:
+                observation, _ = env.reset(seed=seed)
+                plans[observation] = se.solution_actions(env.solution())
+
+    def agent(batch, sampling):
+        replies = []
+        for chat in batch:
+            first = next(m["content"] for m in chat if m["role"] == "user")
+            turn = sum(m["role"] == "assistant" for m in chat)
+            replies.append(plans[first][turn] if first in plans else "")
+        return replies
+
+    return agent, len({r.id for r in corpus if r.split == split})
+
+
+def test_tool_use_suite_scores_the_tool_corpus_heldout_environments(tmp_path):
+    suite = {"categories": ["simple"], "limit": 2, "environments": True, "episodes_per_env": 1}
+    cfg = {"suites": {"tool_use": suite}}
+    solver, heldout = solution_agent(se.tool_use_corpus_path(), "heldout", [0])
+    assert heldout >= 5
+    s = evaluate(CallableClient(solver), cfg, tmp_path / "solver", progress=False)["suites"]
+    parts = s["tool_use"]["parts"]
+    assert parts["env"] == {"mean": 1.0, "n": heldout} and parts["items"]["n"] == 2
+    recs = [json.loads(x) for x in (tmp_path / "solver" / "records.jsonl").read_text().splitlines()]
+    env_recs = [r for r in recs if r["item_id"].startswith("env/")]
+    assert len(env_recs) == heldout and all(not r["detail"] for r in env_recs)
+    assert any("tool" in json.dumps(r["prompt"][0]) for r in env_recs)  # tools were shown
+
+    def guesser(batch, sampling):
+        return ["\\boxed{0}"] * len(batch)
+
+    s = evaluate(CallableClient(guesser), cfg, tmp_path / "guess", progress=False)["suites"]
+    assert s["tool_use"]["parts"]["env"]["mean"] == 0.0

@@ -59,7 +59,8 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def summarize(store: RecordStore, suites: list[str], model: str) -> dict[str, Any]:
-    """Per suite: mean and stderr over items (each item's mean over samples), n, pass@k."""
+    """Per suite: mean and stderr over items (each item's mean over samples), n, pass@k; when a
+    suite mixes kinds of items, ``parts``: mean and n per item-id prefix (``env``, ``game``, …)."""
     out: dict[str, Any] = {"model": model, "suites": {}}
     for suite in suites:
         by_item: dict[str, list[float]] = defaultdict(list)
@@ -81,6 +82,13 @@ def summarize(store: RecordStore, suites: list[str], model: str) -> dict[str, An
             vals = [pass_at_k(len(v), sum(s >= 1.0 for s in v), k) for v in by_item.values()]
             entry[f"pass@{k}"] = sum(vals) / len(vals)
             k *= 2
+        parts: dict[str, list[float]] = defaultdict(list)  # "env/…", "game/…", "<task>/…"
+        for item_id, v in by_item.items():
+            parts[item_id.split("/", 1)[0] if "/" in item_id else "items"].append(sum(v) / len(v))
+        if len(parts) > 1:
+            entry["parts"] = {
+                name: {"mean": sum(v) / len(v), "n": len(v)} for name, v in sorted(parts.items())
+            }
         out["suites"][suite] = entry
     return out
 

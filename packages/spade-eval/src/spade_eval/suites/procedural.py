@@ -80,18 +80,44 @@ def play(
     cfg = suite_config(DEFAULTS, config, "procedural")
     if not cfg["games"]:
         return
-    corpus = se.load_corpus(cfg["corpus"] or se.example_corpus_path())
+    yield from play_corpus(
+        complete,
+        cfg["corpus"] or se.example_corpus_path(),
+        split=cfg["split"],
+        episodes=int(cfg["episodes_per_game"]),
+        seed=int(cfg["seed"]),
+        done_ids=done_ids,
+        prefix="game",
+    )
+
+
+def play_corpus(
+    complete: Callable[..., list[str]],
+    corpus_path: Any,
+    *,
+    split: str | None,
+    episodes: int,
+    seed: int,
+    done_ids: set[str],
+    prefix: str,
+) -> Iterator[list[dict[str, Any]]]:
+    """Episodes ``<prefix>/<env id>/<seed>`` of a corpus's ``split`` (all when None), sandboxed;
+    the score is the episode return. Tool-use records' declared tools go with their episodes.
+    A model or infrastructure fault is left unscored (so a rerun retries it) and raised after
+    the scored records are yielded."""
+    corpus = se.load_corpus(corpus_path)
     specs, ids = [], []
     for rec in corpus:
-        if cfg["split"] and rec.split != cfg["split"]:
+        if split and rec.split != split:
             continue
         factory = se.load_env(corpus.source(rec.id), rec.class_name, sandbox=True)
-        for ep in range(int(cfg["episodes_per_game"])):
-            seed = int(cfg["seed"]) * 1000 + ep
-            item_id = f"game/{rec.id}/{seed}"
+        tools = (rec.extra or {}).get("tools") if rec.skill == se.TOOL_USE else None
+        for ep in range(episodes):
+            episode_seed = seed * 1000 + ep
+            item_id = f"{prefix}/{rec.id}/{episode_seed}"
             if item_id not in done_ids:
-                spec = se.EpisodeSpec(factory, seed=seed, env_id=rec.id, max_turns=rec.max_turns)
-                specs.append(spec)
+                specs.append(se.EpisodeSpec(factory, seed=episode_seed, env_id=rec.id,
+                                            max_turns=rec.max_turns, tools=tools))  # fmt: skip
                 ids.append(item_id)
     if not specs:
         return
@@ -115,4 +141,6 @@ def play(
         )
     yield records
     if faults:
-        raise ModelError(f"{len(faults)} game episodes failed outside the game; first: {faults[0]}")
+        raise ModelError(
+            f"{len(faults)} episodes failed outside the environment; first: {faults[0]}"
+        )

@@ -8,6 +8,12 @@ files are read: ``BFCL_v3_<category>.json`` (JSON lines with id, question, funct
 A ground truth is a list of ``{function_name: {arg: [allowed values]}}``; ``""`` among the
 allowed values marks an optional argument. Calls are parsed from ``<tool_call>`` tags, JSON,
 or Python call syntax ``f(a=1)``; parallel calls match in any order.
+
+With ``environments: true`` the suite also plays the multi-turn tool-use environments of a
+spade-envs corpus (``corpus``: default the shipped tool-use corpus; ``split``: default
+``heldout``), ``episodes_per_env`` seeded episodes each, sandboxed, through
+``spade_envs.run_episodes`` (tools shown in the documented text format, calls parsed by
+``spade_envs.parse_tool_calls``); each scores its episode return, item ``env/<id>/<seed>``.
 """
 
 from __future__ import annotations
@@ -17,18 +23,25 @@ import itertools
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvalDataError
 from . import Item, Score, suite_config
+from .procedural import play_corpus
 
 DEFAULTS: dict[str, Any] = {
     "categories": ["simple", "multiple", "parallel"],
     "bfcl_dir": None,
     "samples": 1,
     "limit": None,
+    "environments": False,
+    "corpus": None,
+    "split": "heldout",
+    "episodes_per_env": 2,
+    "seed": 0,
 }
 SYSTEM = (
     "You can call these functions:\n{tools}\n\nAnswer only with the calls, each as "
@@ -206,3 +219,25 @@ def score(item: Item, response: str) -> Score:
         ):
             return Score(1.0, extracted)
     return Score(0.0, extracted, "calls do not match")
+
+
+def play(
+    complete: Callable[[list[list[dict]]], list[str]],
+    config: dict[str, Any],
+    done_ids: set[str],
+) -> Iterator[list[dict[str, Any]]]:
+    """With ``environments`` on: the corpus's tool-use environments not in ``done_ids``."""
+    cfg = suite_config(DEFAULTS, config, "tool_use")
+    if not cfg["environments"]:
+        return
+    import spade_envs as se
+
+    yield from play_corpus(
+        complete,
+        cfg["corpus"] or se.tool_use_corpus_path(),
+        split=cfg["split"],
+        episodes=int(cfg["episodes_per_env"]),
+        seed=int(cfg["seed"]),
+        done_ids=done_ids,
+        prefix="env",
+    )
