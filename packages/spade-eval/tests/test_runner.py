@@ -278,6 +278,8 @@ def test_cli_run_against_server(tmp_path):
             "m",
             "--base-url",
             server.url,
+            "--config",
+            "quick",  # the BFCL-style items only (default also plays the tool environments)
             "--suites",
             "tool_use",
             "--limit",

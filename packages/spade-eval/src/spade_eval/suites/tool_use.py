@@ -28,6 +28,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import spade_envs as se
+
 from ..errors import EvalDataError
 from . import Item, Score, suite_config
 from .procedural import play_corpus
@@ -230,8 +232,6 @@ def play(
     cfg = suite_config(DEFAULTS, config, "tool_use")
     if not cfg["environments"]:
         return
-    import spade_envs as se
-
     yield from play_corpus(
         complete,
         cfg["corpus"] or se.tool_use_corpus_path(),
