@@ -45,6 +45,14 @@ def test_seeded_generation_is_reproducible_and_logprobs_match(backend):
     assert rendered.endswith("<|im_start|>assistant\n") and "answer 0" in rendered
 
 
+def test_a_final_assistant_message_is_continued(backend):
+    chat = [*CHATS[0], {"role": "assistant", "content": "```python\n"}]
+    g = backend.generate([chat], SamplingParams(max_new_tokens=3, seed=0))[0]
+    rendered = backend.tokenizer.decode(g.prompt_ids)
+    assert rendered.endswith("<|im_start|>assistant\n```python\n") and "answer 0" in rendered
+    assert len(g.logprobs) == len(g.completion_ids) <= 3
+
+
 def test_tools_are_rendered_by_the_chat_template(backend):
     tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
     g = backend.generate(CHATS[:1], SamplingParams(max_new_tokens=2, seed=0), tools=[[tool]])[0]

@@ -35,7 +35,9 @@ class PolicyBackend(Protocol):
         ``tools``, when given, has one entry per conversation: that conversation's tool specs
         (OpenAI-style ``{"type": "function", "function": {name, description, parameters}}``
         dicts) or ``None``. They are passed to the chat template's ``tools=`` argument where
-        the template supports it.
+        the template supports it. A conversation whose last message is an assistant message
+        is a prefill: the prompt ends inside that message and the completion continues it
+        (``Generation.text`` is the continuation only).
         """
         ...
 

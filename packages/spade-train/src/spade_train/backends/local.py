@@ -94,11 +94,9 @@ class LocalBackend:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _render(self, messages: Sequence[Message], tools) -> list[int]:
-        kwargs = {"tools": list(tools)} if tools else {}
-        text = self.tokenizer.apply_chat_template(
-            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True, **kwargs
-        )
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        from spade_train.backends.sglang import render_prompt
+
+        return render_prompt(self.tokenizer, messages, tools)
 
     @torch.no_grad()
     def generate(
