@@ -1,5 +1,7 @@
 """The local backend on a tiny Qwen3 built from a config: generation, training, checkpoints."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 from spade_train.backends import BackendError, make_backend
@@ -51,6 +53,24 @@ def test_a_final_assistant_message_is_continued(backend):
     rendered = backend.tokenizer.decode(g.prompt_ids)
     assert rendered.endswith("<|im_start|>assistant\n```python\n") and "answer 0" in rendered
     assert len(g.logprobs) == len(g.completion_ids) <= 3
+
+
+def test_a_stop_string_ends_the_completion_at_the_token_that_completes_it(backend):
+    params = SamplingParams(max_new_tokens=12, seed=5)
+    free = backend.generate(CHATS[:2], params)
+    text = backend.tokenizer.decode(free[0].completion_ids[:6])
+    stop = text[-3:] if len(text) >= 3 else text
+    assert stop and stop not in backend.tokenizer.decode(free[0].completion_ids[:3])
+    cut = backend.generate(CHATS[:2], replace(params, stop=(stop,)))
+    g = cut[0]
+    k = len(g.completion_ids)
+    assert 3 < k <= 6 and g.completion_ids == free[0].completion_ids[:k]
+    assert g.finish_reason == "stop" and g.text.count(stop) >= 1
+    assert stop not in backend.tokenizer.decode(g.completion_ids[:-1])
+    assert g.logprobs == pytest.approx(free[0].logprobs[:k]) and len(g.logprobs) == k
+    # the other row goes on as without the stop string (until it meets the stop itself)
+    other = cut[1].completion_ids
+    assert other == free[1].completion_ids[: len(other)]
 
 
 def test_tools_are_rendered_by_the_chat_template(backend):

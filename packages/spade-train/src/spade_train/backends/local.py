@@ -157,17 +157,29 @@ class LocalBackend:
                 if t == self.eos_id:
                     end, finish = k + 1, "stop"
                     break
-            completion = tokens[:end]
-            text = self.tokenizer.decode(
-                [t for t in completion if t != self.eos_id], skip_special_tokens=False
-            )
             if params.stop:
-                for stop in params.stop:
-                    if stop in text:
-                        finish = "stop"
+                # the row ends with the token that completes a stop string (generate pads the
+                # rest of a stopped row); "contains a stop" only grows with k: bisect for it
+                def stops(k: int, tokens: list[int] = tokens) -> bool:
+                    text = self._decode(tokens[:k])
+                    return any(stop in text for stop in params.stop)
+
+                if stops(end):
+                    lo, hi = 1, end
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        lo, hi = (lo, mid) if stops(mid) else (mid + 1, hi)
+                    end, finish = lo, "stop"
+            completion = tokens[:end]
+            text = self._decode(completion)
             lp = [float(logps[row, k, t]) for k, t in enumerate(completion)]
             generations.append(Generation(text, list(ids), completion, lp, finish))
         return generations
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(
+            [t for t in tokens if t != self.eos_id], skip_special_tokens=False
+        )
 
     # -- training ---------------------------------------------------------------------------
     def _batch(self, samples: Sequence[TrainSample]):
