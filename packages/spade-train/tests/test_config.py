@@ -102,6 +102,10 @@ def test_backend_kwargs_merge_options_and_seed() -> None:
         (["designer..k=3"], "bad override"),
         (["cycles.x=3"], "recipe quickstart: override cycles.x: cycles is not a section"),
         (["reward.plateau_low=0.9"], "plateau_low must not exceed plateau_high"),
+        (
+            ["designer.scaffold=true", "designer.hint_source=reply"],
+            "it has no hint; set designer.hint_source=policy (or endpoint)",
+        ),
     ],
 )
 def test_errors_are_one_line(overrides: list[str], expected: str) -> None:

@@ -10,11 +10,14 @@ import spade_envs as se
 from spade_train.core.design import (
     COMPACT_PROMPT_CHARS,
     PARSE_REASON_CODES,
+    SCAFFOLD_PREFILL,
+    SCAFFOLD_STOP,
     DesignParseError,
     build_designer_messages,
     build_hint_messages,
     parse_designer_output,
     parse_hint_output,
+    scaffold_example,
 )
 
 SOURCE = """import random
@@ -133,3 +136,31 @@ def test_hint_pass() -> None:
     with pytest.raises(DesignParseError) as info:
         parse_hint_output("HINT:")
     assert info.value.code == "empty_hint"
+
+
+def test_scaffold_prompt_shows_an_example_and_prefills_the_code_fence() -> None:
+    msgs = build_designer_messages(
+        "Logic", grounding=GROUNDING * 3, memory=MEMORY, compact=True, scaffold=True
+    )
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant"]
+    assert msgs[-1]["content"] == SCAFFOLD_PREFILL
+    example = scaffold_example("Logic")
+    assert 'skill = "Logic"' in example and f"```python\n{example}```" in msgs[1]["content"]
+    plain = build_designer_messages("Logic", grounding=GROUNDING * 3, memory=MEMORY, compact=True)
+    assert msgs[1]["content"].startswith(plain[1]["content"])  # the compact bound is unchanged
+    # the policy continues the prefill and stops at the closing fence: the code parses, and
+    # the hint is left to the hint pass
+    reply = SCAFFOLD_PREFILL + example.rstrip("\n") + SCAFFOLD_STOP[0]
+    with pytest.raises(DesignParseError) as info:
+        parse_designer_output(reply)
+    assert info.value.code == "missing_hint" and info.value.source == example
+    with pytest.raises(ValueError, match="tool-use"):
+        build_designer_messages("calendar", setting="tool-use", scaffold=True)
+
+
+@pytest.mark.parametrize("skill", se.SKILLS)
+def test_scaffold_example_is_a_valid_environment(skill: str) -> None:
+    report = sc.validate_source(
+        scaffold_example(skill), "Halve the range.", skill=skill, max_turns=3, env_id="example"
+    )
+    assert report.valid, report.message

@@ -21,6 +21,7 @@ import spade_envs as se
 import torch
 from spade_train.backends.local import LocalBackend
 from spade_train.config import load_recipe
+from spade_train.core import design as dz
 from spade_train.loop import resume_run, start_run
 from spade_train.loss import token_logprobs
 from spade_train.types import Generation
@@ -32,6 +33,7 @@ SMALL = [
     "designer.prompts_per_cycle=1",
     "designer.group_size=2",
     "designer.sampling.max_new_tokens=24",
+    "designer.grounding.enabled=true",
     "designer.grounding.k=1",
     "validation.seeds=1",
     "agent.envs_per_cycle=2",
@@ -40,6 +42,9 @@ SMALL = [
     "agent.sampling.max_new_tokens=8",
     "logging.progress=false",
     "logging.transcripts_per_cycle=2",
+    # the tests force designer replies in the plain answer format (scaffolding has its own test)
+    "designer.scaffold=false",
+    "designer.hint_source=reply",
 ]
 
 
@@ -111,6 +116,47 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path):
     assert (run / "checkpoints" / "LATEST").read_text().strip() == "cycle_0001"
     assert sorted(p.name for p in (run / "plots").glob("*.png"))
     assert list((run / "transcripts" / "cycle_0001").glob("*.json"))
+
+
+class ForcedScaffold(ForcedDesigner):
+    """Forces the scaffolded designer's continuation and the hint pass's reply; records calls."""
+
+    def __init__(self, reply: str, hint: str, **kwargs):
+        super().__init__(reply, **kwargs)
+        self.hint, self.calls = hint, []
+
+    def generate(self, conversations, params, tools=None):
+        self.calls.append((conversations[0], params))
+        if "You write short strategy hints" not in conversations[0][0]["content"]:
+            return super().generate(conversations, params, tools=tools)
+        ids = self.tokenizer(self.hint, add_special_tokens=False)["input_ids"]
+        return [Generation(self.hint, [], ids, [0.0] * len(ids)) for _ in conversations]
+
+
+def test_scaffolded_design_continues_the_prefill_and_takes_the_hint_pass(tmp_path):
+    cfg = small(
+        "quickstart",
+        "cycles=1",
+        "designer.scaffold=true",
+        "designer.hint_source=policy",
+        "designer.hint_max_new_tokens=16",
+    )
+    source = good_reply().split("\n", 1)[1].split("```", 1)[0]
+    backend = ForcedScaffold(
+        source + "```", "HINT: Work modulo each step.", **cfg.backend.backend_kwargs(cfg.seed)
+    )
+    rows = start_run(cfg, tmp_path / "run", backend=backend, progress=False).train()
+    (designer, design_params), (hinter, hint_params) = backend.calls[:2]
+    assert designer[-1] == {"role": "assistant", "content": dz.SCAFFOLD_PREFILL}
+    assert design_params.stop == dz.SCAFFOLD_STOP and hint_params.max_new_tokens == 16
+    assert source.strip() in hinter[-1]["content"]
+    row = rows[0]
+    assert row["design/parsed"] == 2 and row["design/valid"] == 1 and row["pool/added"] == 1
+    designs = [
+        json.loads(x) for x in (tmp_path / "run/designs/cycle_0001.jsonl").read_text().splitlines()
+    ]
+    assert designs[0]["valid"] and designs[0]["hint"] == "Work modulo each step."
+    assert row["reward/regret_mean"] is not None and row["train/samples"] > 0
 
 
 def test_fixed_static_and_procedural_modes(tmp_path):

@@ -124,6 +124,13 @@ class DesignerConfig(_Strict):
     max_source_chars: int = Field(12000, ge=100)
     compact: bool = True
     """Short designer prompts (for small-context policies); ``False`` adds worked guidance."""
+    scaffold: bool = False
+    """For policies too small to follow the answer format unaided (the quickstart's 135M
+    model): show a short complete example game, start the reply inside a ```python block and
+    stop at its closing fence; the hint then comes from the hint pass (``hint_source`` must be
+    ``policy`` or ``endpoint``). Games setting only."""
+    hint_max_new_tokens: int = Field(128, ge=1)
+    """Token budget of each reply of the separate hint pass (``hint_source: policy``)."""
 
 
 class ValidationConfig(_Strict):
@@ -217,6 +224,10 @@ class RunConfig(_Strict):
     fixed: FixedConfig = Field(default_factory=FixedConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    overlap: bool = False
+    """Run each cycle's update on the trainer while the next cycle designs, validates and
+    plays (generation one update behind; the PPO ratio against the sampling log-probs accounts
+    for it). The last cycle's update is waited for. Needs ``backend.name: ray``."""
 
     @model_validator(mode="after")
     def _skills(self) -> RunConfig:
@@ -230,6 +241,22 @@ class RunConfig(_Strict):
                         f"designer.skills.{i}: {s!r} is not a skill{tip}; "
                         f"allowed: {', '.join(se.SKILLS)}"
                     )
+        if self.overlap and self.backend.name != "ray":
+            raise ValueError(
+                "overlap: the update can only run beside generation on the ray backend "
+                "(the local one trains and generates with one model); set backend.name=ray "
+                "or overlap=false"
+            )
+        if self.designer.scaffold:
+            if self.setting != "games":
+                raise ValueError(
+                    "designer.scaffold: the example is a game; set it false for tool-use"
+                )
+            if self.designer.hint_source == "reply":
+                raise ValueError(
+                    "designer.scaffold: the reply stops at the end of the code, so it has no hint; "
+                    "set designer.hint_source=policy (or endpoint)"
+                )
         return self
 
 

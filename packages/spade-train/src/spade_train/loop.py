@@ -18,7 +18,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -435,21 +435,27 @@ class SelfPlay:
                     grounding=grounding,
                     memory=memory,
                     max_turns=self.cfg.agent.max_turns,
-                    compact=getattr(self.cfg.designer, "compact", True),
+                    compact=cfg.compact,
+                    scaffold=cfg.scaffold,
                 )
             )
             skills.append(skill)
         conversations = [m for m in prompts for _ in range(cfg.group_size)]
         task = progress.add_task(f"cycle {cycle}: design", total=len(conversations))
         params = cfg.sampling.to_params(_seed(self.cfg.seed, cycle, "design"))
+        prefill = ""
+        if cfg.scaffold:
+            params = replace(params, stop=dz.SCAFFOLD_STOP)
+            prefill = dz.SCAFFOLD_PREFILL
         generations = self.backend.generate(conversations, params)
         progress.update(task, completed=len(conversations))
         records = []
         for i, gen in enumerate(generations):
             p, g = divmod(i, cfg.group_size)
-            rec = DesignRecord(p, g, skills[p], gen.text, gen)
+            text = prefill + gen.text
+            rec = DesignRecord(p, g, skills[p], text, gen)
             try:
-                parsed = dz.parse_designer_output(gen.text, max_source_chars=cfg.max_source_chars)
+                parsed = dz.parse_designer_output(text, max_source_chars=cfg.max_source_chars)
                 rec.source, rec.class_name, rec.hint = parsed.source, parsed.class_name, parsed.hint
             except dz.DesignParseError as exc:
                 if exc.code in ("missing_hint", "empty_hint") and cfg.hint_source != "reply":
@@ -473,6 +479,7 @@ class SelfPlay:
         conversations = [dz.build_hint_messages(r.source, r.skill) for r in records]
         if cfg.hint_source == "policy":
             params = cfg.sampling.to_params(_seed(self.cfg.seed, cycle, "hint"))
+            params = replace(params, max_new_tokens=cfg.hint_max_new_tokens)
             texts = [g.text for g in self.backend.generate(conversations, params)]
         else:
             texts = _endpoint_complete(cfg.hint_endpoint, cfg.hint_model, conversations)

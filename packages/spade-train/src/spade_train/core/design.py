@@ -76,6 +76,55 @@ _ANSWER_FORMAT = (
     "HINT: <one paragraph: a strategy that helps with any episode, never a specific answer>"
 )
 
+SCAFFOLD_PREFILL = "```python\n"
+"""How a scaffolded designer reply starts (the policy continues from here)."""
+
+SCAFFOLD_STOP: tuple[str, ...] = ("\n```",)
+"""Where a scaffolded designer reply stops: the closing fence of its code block."""
+
+_SCAFFOLD_EXAMPLE = r"""import random
+import re
+
+
+class GuessEnv:
+    skill = "__SKILL__"
+
+    def __init__(self, max_turns=6, **kwargs):
+        self.max_turns = max_turns
+        self.secret, self.turn, self.done = 0, 0, True
+
+    def reset(self, seed=None):
+        self.secret = random.Random(seed).randint(1, 30)
+        self.turn, self.done = 0, False
+        return f"Guess my number from 1 to 30 in {self.max_turns} turns. Reply \\boxed{{N}}.", {}
+
+    def step(self, action):
+        if self.done:
+            return "The game is over.", 0.0, True, False, {}
+        self.turn += 1
+        found = re.findall(r"\\boxed\{(\d+)\}", action)
+        guess = int(found[-1]) if found else -1
+        if guess == self.secret:
+            self.done = True
+            return "Correct!", 1.0, True, False, {}
+        text = "Higher." if guess < self.secret else "Lower."
+        self.done = self.turn >= self.max_turns
+        return text, 0.0, False, self.done, {}
+
+    def solution(self):
+        return f"\\boxed{{{self.secret}}}"
+
+    def close(self):
+        pass
+"""
+
+SCAFFOLD_EXAMPLE_HINT = "Halve the range each turn: guess the middle of the numbers still possible."
+
+
+def scaffold_example(skill: str) -> str:
+    """The short, complete example game a scaffolded prompt shows, set to ``skill``."""
+    return _SCAFFOLD_EXAMPLE.replace("__SKILL__", skill)
+
 
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
@@ -133,18 +182,29 @@ def build_designer_messages(
     memory: dict[str, list] | None = None,
     max_turns: int = 6,
     compact: bool = False,
+    scaffold: bool = False,
 ) -> list[Message]:
     """The designer conversation for one prompt: the contract (plus the tool-use additions in
     that setting) as the system message; target skill, grounding snippets, memory examples
     (``frontier``/``too_easy``/``too_hard`` lists of ``spade_corpus.MemoryEntry``) and the answer
     format as the user message. ``compact=True`` keeps the whole prompt under
-    :data:`COMPACT_PROMPT_CHARS` by shortening, then dropping, snippets and code excerpts."""
+    :data:`COMPACT_PROMPT_CHARS` by shortening, then dropping, snippets and code excerpts.
+
+    ``scaffold=True`` (games setting, for policies too small to follow the format unaided)
+    puts a short complete example game (:func:`scaffold_example`, not counted in the compact
+    bound) after the user text and appends an assistant prefill, :data:`SCAFFOLD_PREFILL`:
+    the policy continues the code block, generation stops at :data:`SCAFFOLD_STOP`, and the
+    hint comes from the separate hint pass."""
+    if scaffold and setting == "tool-use":
+        raise ValueError(
+            "the scaffold example is a game; it is not offered in the tool-use setting"
+        )
     system = "You design text games for training a reasoning agent.\n\n" + se.contract_text()
     if setting == "tool-use":
         system += "\n" + se.tool_contract_text()
     if not compact:
         user = _user_text(skill, setting, grounding, memory, max_turns, 1200, 2000)
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return _finish(system, user, skill, scaffold)
     grounding = list(grounding)
     mem = {k: list(v) for k, v in (memory or {}).items()}
     # Shrink step by step: shorter excerpts, then no code, then fewer examples and snippets.
@@ -159,7 +219,21 @@ def build_designer_messages(
         else:
             grounding.pop()
         user = _user_text(skill, setting, grounding, mem, max_turns, 150, 0)
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return _finish(system, user, skill, scaffold)
+
+
+def _finish(system: str, user: str, skill: str, scaffold: bool) -> list[Message]:
+    if not scaffold:
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    example = (
+        "\n\nWrite your game in the same form as this complete example game:\n"
+        f"```python\n{scaffold_example(skill)}```\nHINT: {SCAFFOLD_EXAMPLE_HINT}"
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": user + example},
+        {"role": "assistant", "content": SCAFFOLD_PREFILL},
+    ]
 
 
 def build_hint_messages(source: str, skill: str) -> list[Message]:
