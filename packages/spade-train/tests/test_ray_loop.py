@@ -11,7 +11,7 @@ import torch
 
 ray = pytest.importorskip("ray")
 
-from spade_train.loop import start_run  # noqa: E402
+from spade_train.loop import resume_run, start_run  # noqa: E402
 from test_loop import ForcedDesigner, good_reply, small, without_times  # noqa: E402
 
 RAY = [
@@ -34,7 +34,7 @@ def cluster():
 def test_ray_loop_gives_the_single_process_metrics(tmp_path):
     local = small("quickstart", "cycles=2")
     rows_local = start_run(local, tmp_path / "local", progress=False).train()
-    on_ray = small("quickstart", "cycles=2", *RAY, "validation.executor=ray")
+    on_ray = small("quickstart", "cycles=2", *RAY, "validation.executor=ray", "agent.executor=ray")
     loop = start_run(on_ray, tmp_path / "ray", progress=False)
     rows_ray = loop.train()
     assert type(loop.backend).__name__ == "RayBackend"
@@ -51,7 +51,7 @@ def test_validation_on_sandbox_actors_gives_the_same_reports(tmp_path):
         return loop, loop.train()
 
     loop, rows_ray = run("ray", "validation.executor=ray")
-    assert loop.ray_validator is None  # closed with the run
+    assert loop.ray_sandbox is None  # closed with the run
     _, rows_local = run("local")
     assert rows_ray[0]["design/valid"] == 1 and rows_ray[0]["design/reasons"] == {"duplicate": 1}
     assert without_times(rows_ray) == without_times(rows_local)
@@ -67,3 +67,29 @@ def test_validation_on_sandbox_actors_gives_the_same_reports(tmp_path):
                     d["report"]["checks"].pop(key, None)
         assert ray_design == local_design
     assert designs[0][0]["report"]["valid"] and designs[0][0]["report"]["checks"]["seeds"]
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_overlapped_updates_give_every_row_and_resume_exactly(tmp_path):
+    cfg = small("quickstart", "cycles=3", *RAY, "overlap=true")
+    straight = start_run(cfg, tmp_path / "straight", progress=False).train()
+    assert [r["cycle"] for r in straight] == [1, 2, 3]
+    assert [r["train/step"] for r in straight] == [1, 2, 3]
+    assert all("train/loss" in r and "time/update_wait_s" in r for r in straight)
+    # cycle 1 trains on the same batch from the same weights as a run without overlap
+    plain = start_run(small("quickstart", "cycles=1"), tmp_path / "plain", progress=False)
+    assert without_times(straight[:1]) == without_times(plain.train())
+
+    def stop_after_cycle_2(line: str) -> None:
+        if line.startswith("cycle 1:"):  # logged after cycle 2's checkpoint, update 2 running
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        start_run(cfg, tmp_path / "killed", progress=False, log=stop_after_cycle_2).train()
+    state = json.loads((tmp_path / "killed/checkpoints/cycle_0002/state.json").read_text())
+    assert state["pending"]["row"]["cycle"] == 2 and state["pending"]["batch"]
+    resumed = resume_run(tmp_path / "killed", progress=False).train()
+    assert without_times(resumed) == without_times(straight)

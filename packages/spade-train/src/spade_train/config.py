@@ -153,6 +153,10 @@ class AgentConfig(_Strict):
     """Episodes in flight at once; each round's batched generation is at most this big."""
     env_workers: int = Field(8, ge=1)
     """Threads that start, step and close a round's (sandboxed) environments at once."""
+    executor: Literal["local", "ray"] = "local"
+    """Where the played environments run: the warm sandbox pool of this process, or sandbox
+    worker actors on Ray (the ``RaySandboxPool`` that ``validation.executor: ray`` uses too,
+    ``validation.workers`` actors); generation stays with the policy backend."""
 
 
 class RewardConfig(_Strict):

@@ -26,7 +26,7 @@ import spade_corpus as sc
 import spade_envs as se
 import spade_sandbox as ss
 
-from spade_train.backends.base import PolicyBackend, make_backend
+from spade_train.backends.base import PolicyBackend, make_backend, submit_train_step
 from spade_train.config import RunConfig, dump_config
 from spade_train.core import advantages as adv
 from spade_train.core import design as dz
@@ -114,6 +114,8 @@ class SelfPlay:
         self.show_progress = cfg.logging.progress if progress is None else progress
         self.log = log or (lambda _msg: None)
         self.backend = backend
+        self._own_backend = backend is None  # made here, so closed here
+        self._backend_closed = False
         self.cycle = 0
         self.rng = random.Random(cfg.seed)
         self.pool = EnvPool(
@@ -144,24 +146,31 @@ class SelfPlay:
         limits = ss.Limits(call_wall_s=cfg.validation.timeout_s)
         self.sandbox_config = ss.SandboxConfig(backend=cfg.validation.sandbox, limits=limits)
         self.sandbox = None
-        self.ray_validator: Any = None
+        self.ray_sandbox: Any = None
         self.writers: list[Any] = []
+        # overlap: the last cycle's metrics row and batch, whose update runs beside the next
+        # cycle (``wait`` is set once it is submitted)
+        self.pending: _Pending | None = None
+        self._batch: list[TrainSample] = []
 
     # -- setup ------------------------------------------------------------------------------
     def _open(self) -> None:
-        if self.backend is None:
+        if self.backend is None or self._backend_closed:
+            self._backend_closed = False
             self.log(f"loading policy {self.cfg.backend.model} ({self.cfg.backend.name} backend)")
             self.backend = make_backend(
                 self.cfg.backend.name, **self.cfg.backend.backend_kwargs(self.cfg.seed)
             )
         if self.sandbox is None:
             self.sandbox = ss.SandboxPool(self.sandbox_config, size=self.cfg.validation.workers)
-        if self.cfg.validation.executor == "ray" and self.ray_validator is None:
+        on_ray = "ray" in (self.cfg.validation.executor, self.cfg.agent.executor)
+        if on_ray and self.ray_sandbox is None:
             from spade_train.backends.ray import RaySandboxPool
 
-            self.ray_validator = RaySandboxPool(
+            self.ray_sandbox = RaySandboxPool(
                 num_workers=self.cfg.validation.workers,
                 call_timeout_s=60.0 + 20.0 * self.cfg.validation.timeout_s,
+                sandbox_config=self.sandbox_config,
             )
         if self.cfg.logging.wandb or self.cfg.logging.tensorboard:
             from spade_train.loggers import open_loggers
@@ -172,12 +181,15 @@ class SelfPlay:
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
-        if self.ray_validator is not None:
-            self.ray_validator.close()
-            self.ray_validator = None
+        if self.ray_sandbox is not None:
+            self.ray_sandbox.close()
+            self.ray_sandbox = None
         for writer in self.writers:
             writer.close()
         self.writers = []
+        if self._own_backend and self.backend is not None and not self._backend_closed:
+            self.backend.close()  # kept as an attribute (inspectable); reopened by _open
+            self._backend_closed = True
 
     def seed_pool_from_corpus(self) -> int:
         """Put the static corpus's environments (split ``fixed.split``) into the pool."""
@@ -222,18 +234,60 @@ class SelfPlay:
                     n = self.seed_pool_from_corpus()
                     self.log(f"pool seeded with {n} environments from {self._corpus_path()}")
             with _Progress(self.show_progress) as progress:
+                if self.pending is not None and self.pending.wait is None:
+                    self._submit_pending()  # resumed with an update still to run
                 while self.cycle < self.cfg.cycles:
                     row = self.run_cycle(self.cycle + 1, progress)
                     self.cycle += 1
-                    self.run.append_metrics(row)
+                    if not self.cfg.overlap:
+                        self.run.append_metrics(row)
+                        self.checkpoint()
+                        self._report([row])
+                        continue
+                    # overlap: finish the previous cycle's update, checkpoint, start this one's
+                    done = [self._join_pending(progress)] if self.pending is not None else []
+                    self.pending = _Pending(row, self._batch)
+                    if self.cycle == self.cfg.cycles:  # the last update is waited for
+                        self._submit_pending()
+                        done.append(self._join_pending(progress))
+                    for r in done:
+                        self.run.append_metrics(r)
                     self.checkpoint()
-                    write_plots(self.run.read_metrics(), self.run.plots)
-                    for writer in self.writers:
-                        writer.log(row, self.cycle)
-                    self.log(_summary_line(row))
+                    if self.pending is not None:
+                        self._submit_pending()
+                    self._report(done)
         finally:
             self.close()
         return self.run.read_metrics()
+
+    def _report(self, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            write_plots(self.run.read_metrics(), self.run.plots)
+        for row in rows:
+            for writer in self.writers:
+                writer.log(row, int(row["cycle"]))
+            self.log(_summary_line(row))
+
+    def _submit_pending(self) -> None:
+        pending = self.pending
+        assert pending is not None
+        pending.wait = submit_train_step(self.backend, pending.batch) if pending.batch else dict
+
+    def _join_pending(self, progress: Any) -> dict[str, Any]:
+        """Wait for the pending update, publish its weights; its cycle's finished row."""
+        pending = self.pending
+        assert pending is not None and pending.wait is not None
+        row = pending.row
+        task = progress.add_task(f"cycle {row['cycle']}: update (overlapped)", total=1)
+        t = time.perf_counter()
+        metrics = pending.wait()
+        if pending.batch:
+            self.backend.publish_weights()
+            row.update({f"train/{k}": v for k, v in metrics.items()})
+        row["time/update_wait_s"] = round(time.perf_counter() - t, 3)
+        progress.update(task, completed=1)
+        self.pending = None
+        return row
 
     def run_cycle(self, cycle: int, progress: Any) -> dict[str, Any]:
         cfg = self.cfg
@@ -359,14 +413,17 @@ class SelfPlay:
 
         # 6. update -------------------------------------------------------------------------
         t = time.perf_counter()
-        task = progress.add_task(f"cycle {cycle}: update", total=1)
-        if batch:
-            metrics = self.backend.train_step(batch)
-            self.backend.publish_weights()
-            row.update({f"train/{k}": v for k, v in metrics.items()})
+        if cfg.overlap:
+            self._batch = batch  # trained beside the next cycle (see train)
+        else:
+            task = progress.add_task(f"cycle {cycle}: update", total=1)
+            if batch:
+                metrics = self.backend.train_step(batch)
+                self.backend.publish_weights()
+                row.update({f"train/{k}": v for k, v in metrics.items()})
+            progress.update(task, completed=1)
+            times["update_s"] = time.perf_counter() - t
         row["train/samples"] = len(batch)
-        progress.update(task, completed=1)
-        times["update_s"] = time.perf_counter() - t
 
         # pool and memory ---------------------------------------------------------------------
         for p in played:
@@ -505,10 +562,8 @@ class SelfPlay:
         seeds = tuple(range(self.cfg.validation.seeds))
         if not items:
             reports = []
-        elif self.ray_validator is not None:  # sandbox worker actors, same reports and order
-            reports = self.ray_validator.validate_many(
-                items, seeds=seeds, config=self.sandbox_config
-            )
+        elif self.cfg.validation.executor == "ray":  # sandbox actors, same reports and order
+            reports = self.ray_sandbox.validate_many(items, seeds=seeds, config=self.sandbox_config)
         else:
             reports = sc.validate_many(
                 items,
@@ -575,9 +630,10 @@ class SelfPlay:
     def play(self, cycle: int, envs: Sequence[PoolEntry], progress: Any):
         cfg = self.cfg.agent
         specs, owners = [], []
+        pool = self.ray_sandbox if cfg.executor == "ray" else self.sandbox
         for k, entry in enumerate(envs):
             factory = se.SandboxedFactory(
-                entry.source, entry.class_name, pool=self.sandbox, origin=entry.env_id
+                entry.source, entry.class_name, pool=pool, origin=entry.env_id
             )
             for j in range(cfg.episodes_per_env):
                 seed = _seed(self.cfg.seed, cycle, "episode", k, j)
@@ -642,7 +698,13 @@ class SelfPlay:
             "pool": self.pool.state_dict(),
             "delayed": self.delayed.state_dict(),
             "curriculum": self.curriculum.state_dict() if self.curriculum else None,
+            "pending": None,
         }
+        if self.pending is not None:  # overlap: the update not run yet, and its cycle's row
+            state["pending"] = {
+                "row": self.pending.row,
+                "batch": [asdict(b) for b in self.pending.batch],
+            }
         atomic_write_json(tmp / "state.json", state)
         final = self.run.commit_checkpoint(tmp, self.cycle, self.cfg.checkpoint.keep)
         atomic_write_json(self.run.root / "pool.json", state["pool"])
@@ -660,7 +722,21 @@ class SelfPlay:
         self.delayed.load_state_dict(state["delayed"])
         if self.curriculum is not None and state.get("curriculum") is not None:
             self.curriculum.load_state_dict(state["curriculum"])
-        self.run.truncate_metrics(self.cycle)
+        self.pending = None
+        if state.get("pending") is not None:
+            pending = state["pending"]
+            self.pending = _Pending(pending["row"], [TrainSample(**b) for b in pending["batch"]])
+        # a pending cycle's row is written again once its update finishes
+        self.run.truncate_metrics(self.cycle - (self.pending is not None))
+
+
+@dataclass
+class _Pending:
+    """Overlap mode: a cycle's metrics row and batch whose update has not been waited for."""
+
+    row: dict[str, Any]
+    batch: list[TrainSample]
+    wait: Callable[[], dict[str, float]] | None = None
 
 
 class _Progress:

@@ -6,6 +6,14 @@ from spade_train.backends.base import (
     available_backends,
     make_backend,
     register_backend,
+    submit_train_step,
 )
 
-__all__ = ["BackendError", "PolicyBackend", "available_backends", "make_backend", "register_backend"]
+__all__ = [
+    "BackendError",
+    "PolicyBackend",
+    "available_backends",
+    "make_backend",
+    "register_backend",
+    "submit_train_step",
+]

@@ -61,6 +61,20 @@ class PolicyBackend(Protocol):
     def close(self) -> None: ...
 
 
+def submit_train_step(
+    backend: PolicyBackend, samples: Sequence[TrainSample]
+) -> Callable[[], dict[str, float]]:
+    """Start one update; the returned function waits for it and returns its metrics.
+
+    A backend with a ``train_step_async(samples)`` method (``ray``) runs the update while the
+    caller goes on; any other backend runs it here, before returning."""
+    start = getattr(backend, "train_step_async", None)
+    if start is not None:
+        return start(samples)
+    metrics = backend.train_step(samples)
+    return lambda: metrics
+
+
 class BackendError(RuntimeError):
     """A backend could not be created or used; the message names the problem and the fix."""
 

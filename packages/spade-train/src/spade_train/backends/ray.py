@@ -323,6 +323,12 @@ class RayBackend:
         """One update on the trainer actor (weights reach the rollout side on publish)."""
         return self._get(self._trainer.train_step.remote(list(samples)), "train_step")
 
+    def train_step_async(self, samples: Sequence[TrainSample]) -> Any:
+        """Start the update on the trainer actor; the returned function waits for its metrics
+        (rollout workers keep generating with the last published weights meanwhile)."""
+        ref = self._trainer.train_step.remote(list(samples))
+        return lambda: self._get(ref, "train_step")
+
     def save(self, path: Path) -> None:
         """Checkpoint through the inner trainer (the path must be reachable from its node)."""
         self._get(self._trainer.save.remote(str(Path(path).resolve())), "save")
