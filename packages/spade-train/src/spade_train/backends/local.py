@@ -94,7 +94,7 @@ class LocalBackend:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _render(self, messages: Sequence[Message], tools) -> list[int]:
-        from spade_train.backends.sglang import render_prompt
+        from spade_train.backends.render import render_prompt
 
         return render_prompt(self.tokenizer, messages, tools)
 

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from spade_train.backends.base import BackendError
+from spade_train.backends.render import render_prompt
 from spade_train.types import Generation, Message, SamplingParams
 
 INSTALL_HINT = "install sglang on a GPU machine: pip install 'sglang[all]'"
@@ -174,23 +175,6 @@ def launch_engine(model_path: str, **server_args: Any) -> EngineClient:
     except ImportError:
         pass
     return EngineClient(sglang.Engine(model_path=model_path, **server_args))
-
-
-def render_prompt(
-    tokenizer: Any, conversation: Sequence[Message], tools: Sequence[dict[str, Any]] | None
-) -> list[int]:
-    """Token ids of ``conversation`` rendered with the chat template and generation prompt.
-
-    A conversation that ends with an assistant message is a prefill: the prompt ends inside
-    that message (no end-of-turn after it) and the completion continues its text."""
-    kwargs: dict[str, Any] = {"tools": list(tools)} if tools else {}
-    conversation = [dict(m) for m in conversation]
-    if conversation and conversation[-1].get("role") == "assistant":
-        kwargs["continue_final_message"] = True
-    else:
-        kwargs["add_generation_prompt"] = True
-    text = tokenizer.apply_chat_template(conversation, tokenize=False, **kwargs)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def generate_chat(

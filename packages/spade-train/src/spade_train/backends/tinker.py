@@ -125,7 +125,7 @@ class TinkerBackend:
         tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
     ) -> list[Generation]:
         """Sample one completion per conversation through the current sampling client."""
-        from spade_train.backends.sglang import render_prompt
+        from spade_train.backends.render import render_prompt
 
         tool_list = list(tools) if tools is not None else [None] * len(conversations)
         prompts = [
