@@ -271,7 +271,10 @@ class SelfPlay:
     def _submit_pending(self) -> None:
         pending = self.pending
         assert pending is not None
-        pending.wait = submit_train_step(self.backend, pending.batch) if pending.batch else dict
+        if pending.batch:
+            pending.wait = submit_train_step(self.backend, pending.batch)
+        else:
+            pending.wait = lambda: {}  # nothing to train this cycle
 
     def _join_pending(self, progress: Any) -> dict[str, Any]:
         """Wait for the pending update, publish its weights; its cycle's finished row."""

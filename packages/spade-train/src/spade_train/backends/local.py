@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from spade_train.backends.base import BackendError, register_backend
+from spade_train.backends.render import render_prompt
 from spade_train.loss import policy_loss, token_logprobs
 from spade_train.models import load_policy
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
@@ -94,8 +95,6 @@ class LocalBackend:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _render(self, messages: Sequence[Message], tools) -> list[int]:
-        from spade_train.backends.render import render_prompt
-
         return render_prompt(self.tokenizer, messages, tools)
 
     @torch.no_grad()

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from spade_train.backends.base import BackendError
+from spade_train.backends.render import render_prompt
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 INSTALL_HINT = (
@@ -365,8 +366,6 @@ class MegatronBackend:
     def generate(self, conversations: Sequence[Sequence[Message]], params: SamplingParams,
                  tools: Sequence[Sequence[dict[str, Any]] | None] | None = None) -> list[Generation]:  # fmt: skip
         """Plain temperature sampling, one conversation at a time (for small checks)."""
-        from spade_train.backends.render import render_prompt
-
         gen = torch.Generator(device="cuda")
         gen.manual_seed(params.seed if params.seed is not None else self.step)
         self.model.eval()

@@ -23,6 +23,7 @@ from typing import Any
 import tinker
 
 from spade_train.backends.base import BackendError, register_backend
+from spade_train.backends.render import render_prompt
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 LOSSES = ("ppo", "importance_sampling")
@@ -125,8 +126,6 @@ class TinkerBackend:
         tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
     ) -> list[Generation]:
         """Sample one completion per conversation through the current sampling client."""
-        from spade_train.backends.render import render_prompt
-
         tool_list = list(tools) if tools is not None else [None] * len(conversations)
         prompts = [
             render_prompt(self.tokenizer, c, t)
