@@ -64,7 +64,7 @@ def test_overrides_ints_floats_lists_nested() -> None:
             "designer.skills=[Math, Logic]",
             "designer.memory.band=[0.2, 0.8]",
             "reward.designer=blend",
-            "backend.options.tensor_parallel=2",
+            "backend.options.betas=[0.8, 0.9]",
         ],
     )
     assert cfg.cycles == 5
@@ -72,15 +72,24 @@ def test_overrides_ints_floats_lists_nested() -> None:
     assert cfg.designer.skills == ["Math", "Logic"]
     assert cfg.designer.memory.band == (0.2, 0.8)
     assert cfg.reward.designer == "blend"
-    assert cfg.backend.options == {"tensor_parallel": 2}
+    assert cfg.backend.options == {"betas": [0.8, 0.9]}
     assert cfg.designer.group_size == 2  # untouched keys keep the recipe's values
 
 
-def test_backend_kwargs_merge_options_and_seed() -> None:
-    cfg = load_recipe("quickstart", ["seed=7", "backend.options={colocate: true, lr: 0.5}"])
+def test_backend_kwargs_merge_typed_options_and_seed() -> None:
+    cfg = load_recipe(
+        "quickstart",
+        [
+            "seed=7",
+            "backend.name=ray",
+            "backend.options={colocate: false, inner_options: {betas: [0.5, 0.6]}}",
+        ],
+    )
     kw = cfg.backend.backend_kwargs(cfg.seed)
-    assert kw["seed"] == 7 and kw["colocate"] is True and kw["lr"] == 0.5
-    assert "name" not in kw and "options" not in kw and kw["model"] == cfg.backend.model
+    assert kw["seed"] == 7 and kw["colocate"] is False and kw["betas"] == (0.5, 0.6)
+    assert kw["inner"] == "local" and kw["num_rollout_workers"] == 1  # typed defaults filled in
+    assert "name" not in kw and "options" not in kw and "inner_options" not in kw
+    assert kw["model"] == cfg.backend.model
 
 
 @pytest.mark.parametrize(

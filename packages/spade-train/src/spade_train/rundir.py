@@ -26,9 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-
-class RunDirError(RuntimeError):
-    """A run directory is missing or not usable; the message says what to do."""
+from spade_train.errors import RunDirError
 
 
 def atomic_write_text(path: Path, text: str) -> None:

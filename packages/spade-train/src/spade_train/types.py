@@ -7,6 +7,7 @@ stays in the loop.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -72,3 +73,7 @@ class TrainSample:
             )
         if self.role not in ROLES:
             raise ValueError(f"TrainSample role must be one of {ROLES}, got {self.role!r}")
+
+    def with_advantage(self, advantage: float) -> TrainSample:
+        """The same tokens with ``advantage`` set."""
+        return dataclasses.replace(self, advantage=float(advantage))

@@ -14,9 +14,19 @@ The self-play loop talks to exactly one object implementing :class:`PolicyBacken
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from spade_train.backends.options import (
+    BackendOptions,
+    LocalOptions,
+    MegatronOptions,
+    RayOptions,
+    TinkerOptions,
+)
+from spade_train.errors import BackendError, RegistryError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 
@@ -75,44 +85,94 @@ def submit_train_step(
     return lambda: metrics
 
 
-class BackendError(RuntimeError):
-    """A backend could not be created or used; the message names the problem and the fix."""
-
-
 BackendFactory = Callable[..., PolicyBackend]
-_REGISTRY: dict[str, BackendFactory] = {}
+ENTRY_POINT_GROUP = "spade_train.backends"
 
 
-def register_backend(name: str, factory: BackendFactory) -> None:
-    """Make ``make_backend(name, ...)`` call ``factory(**options)``."""
-    _REGISTRY[name] = factory
+@dataclass(frozen=True)
+class BackendSpec:
+    """A registered backend: its name, a factory called with the flat keyword options, and the
+    pydantic model of its own options (``backend.options`` in a recipe), checked at load."""
+
+    name: str
+    factory: BackendFactory
+    options: type[BackendOptions]
 
 
-def available_backends() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+_REGISTRY: dict[str, BackendSpec] = {}
 
 
-def make_backend(name: str, **options: Any) -> PolicyBackend:
-    """Create the backend registered as ``name`` with its keyword options."""
-    _load_builtin()
+def register_backend(spec: BackendSpec) -> None:
+    """Add a backend; a name registered twice is refused. Other packages register theirs
+    through the ``spade_train.backends`` entry-point group (an object that is a BackendSpec)."""
+    if spec.name in _REGISTRY:
+        raise RegistryError(f"backend {spec.name!r} is already registered")
+    _REGISTRY[spec.name] = spec
+
+
+def backend_spec(name: str) -> BackendSpec:
+    """The spec registered as ``name``; :class:`BackendError` naming the choices otherwise."""
+    _load_entry_points()
     if name not in _REGISTRY:
         raise BackendError(
             f"unknown backend {name!r}; choose one of {', '.join(sorted(_REGISTRY)) or '(none)'}"
         )
-    return _REGISTRY[name](**options)
+    return _REGISTRY[name]
 
 
-def _load_builtin() -> None:
-    # Built-in backends register themselves on import; optional ones may be missing extras.
-    import importlib
+def available_backends() -> list[str]:
+    _load_entry_points()
+    return sorted(_REGISTRY)
 
-    for module in ("local", "ray", "tinker"):
-        try:
-            importlib.import_module(f"spade_train.backends.{module}")
-        except ModuleNotFoundError as exc:
-            # A missing optional extra (ray, tinker) hides that backend; a missing backend
-            # module is fine too. Any other import error is a bug and propagates.
-            if exc.name is None or exc.name.startswith("spade_train"):
-                if exc.name != f"spade_train.backends.{module}":
-                    raise
+
+def make_backend(name: str, **options: Any) -> PolicyBackend:
+    """Create the backend registered as ``name`` with its (flat) keyword options."""
+    return backend_spec(name).factory(**options)
+
+
+_ENTRY_POINTS_LOADED = False
+
+
+def _load_entry_points() -> None:
+    global _ENTRY_POINTS_LOADED
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        spec = ep.load()
+        if not isinstance(spec, BackendSpec):
+            raise RegistryError(f"entry point {ep.name} ({ep.value}) is not a BackendSpec")
+        register_backend(spec)
+
+
+# -- the built-in backends: imported only when made (torch, ray and tinker load slowly) -------
+
+
+def _local(**kw: Any) -> PolicyBackend:
+    from spade_train.backends.local import LocalBackend
+
+    return LocalBackend(**kw)
+
+
+def _ray(**kw: Any) -> PolicyBackend:
+    from spade_train.backends.ray import RayBackend
+
+    return RayBackend(**kw)
+
+
+def _megatron(**kw: Any) -> PolicyBackend:
+    from spade_train.backends.megatron import MegatronBackend
+
+    return MegatronBackend(**kw)
+
+
+def _tinker(**kw: Any) -> PolicyBackend:
+    from spade_train.backends.tinker import TinkerBackend
+
+    return TinkerBackend(**kw)
+
+
+register_backend(BackendSpec("local", _local, LocalOptions))
+register_backend(BackendSpec("ray", _ray, RayOptions))
+register_backend(BackendSpec("megatron", _megatron, MegatronOptions))
+register_backend(BackendSpec("tinker", _tinker, TinkerOptions))

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from spade_train.backends.base import BackendError, register_backend
 from spade_train.backends.render import render_prompt
+from spade_train.errors import BackendError
 from spade_train.loss import policy_loss, token_logprobs
 from spade_train.models import load_policy
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
@@ -318,6 +318,3 @@ class LocalBackend:
 
     def close(self) -> None:
         pass
-
-
-register_backend("local", LocalBackend)

@@ -34,8 +34,8 @@ from typing import Any
 
 import torch
 
-from spade_train.backends.base import BackendError
 from spade_train.backends.render import render_prompt
+from spade_train.errors import BackendError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 INSTALL_HINT = (
@@ -450,12 +450,3 @@ def _local_to_te(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         ):
             out[k.replace("pre_mlp_layernorm.weight", _TE_LOCAL[1][0])] = out.pop(k)
     return out
-
-
-def _register() -> None:
-    from spade_train.backends.base import register_backend
-
-    register_backend("megatron", MegatronBackend)
-
-
-_register()

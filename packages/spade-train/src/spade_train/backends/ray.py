@@ -39,7 +39,8 @@ from spade_sandbox import (
     SandboxPool,
 )
 
-from spade_train.backends.base import BackendError, make_backend, register_backend
+from spade_train.backends.base import make_backend
+from spade_train.errors import BackendError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 _MODULE_ATTRS = ("model", "policy", "module")
@@ -194,8 +195,6 @@ class RayBackend:
         self.timeout = float(call_timeout_s)
         self.inner, self.options = inner, dict(inner_options)
         self.sglang_url = sglang_url
-        if inner == "megatron" and inner_import is None:
-            inner_import = "spade_train.backends.megatron"  # registers "megatron" in the actor
         self._threads, self._import = worker_threads, inner_import
         if not ray.is_initialized():
             if ray_address:
@@ -737,6 +736,3 @@ class RaySandboxPool:
                 ray.kill(actor)
             except RayError:
                 pass
-
-
-register_backend("ray", RayBackend)

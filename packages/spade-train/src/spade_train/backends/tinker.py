@@ -22,8 +22,8 @@ from typing import Any
 
 import tinker
 
-from spade_train.backends.base import BackendError, register_backend
 from spade_train.backends.render import render_prompt
+from spade_train.errors import BackendError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 LOSSES = ("ppo", "importance_sampling")
@@ -53,6 +53,19 @@ def loss_config(loss: str, clip_eps: float, clip_eps_high: float | None) -> dict
         return None
     high = clip_eps if clip_eps_high is None else clip_eps_high
     return {"clip_low_threshold": 1.0 - clip_eps, "clip_high_threshold": 1.0 + high}
+
+
+def adam_params(
+    lr: float, betas: Sequence[float], weight_decay: float, grad_clip: float = 1.0
+) -> tinker.AdamParams:
+    """Tinker's Adam settings for one optimizer step."""
+    return tinker.AdamParams(
+        learning_rate=lr,
+        beta1=float(betas[0]),
+        beta2=float(betas[1]),
+        weight_decay=weight_decay,
+        grad_clip_norm=grad_clip,
+    )
 
 
 def tinker_sampling_params(params: SamplingParams) -> tinker.SamplingParams:
@@ -100,9 +113,7 @@ class TinkerBackend:
                 "the tinker backend needs TINKER_API_KEY; export it (https://tinker-console.thinkingmachines.ai)"
             )
         self.loss, self.loss_cfg = loss, loss_config(loss, clip_eps, clip_eps_high)
-        self.adam = tinker.AdamParams(learning_rate=lr, beta1=float(betas[0]),
-                                      beta2=float(betas[1]), weight_decay=weight_decay,
-                                      grad_clip_norm=grad_clip)  # fmt: skip
+        self.adam = adam_params(lr, betas, weight_decay, grad_clip)
         self.model, self.timeout, self.step = model, call_timeout_s, 0
         rank = int((lora or {}).get("r", lora_rank))
         try:
@@ -198,6 +209,3 @@ class TinkerBackend:
 
     def close(self) -> None:
         """Nothing is held locally beyond the HTTP clients."""
-
-
-register_backend("tinker", TinkerBackend)

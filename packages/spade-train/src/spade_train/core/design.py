@@ -18,6 +18,7 @@ from typing import Any
 
 import spade_envs as se
 
+from spade_train.errors import SpadeTrainError
 from spade_train.types import Message
 
 PARSE_REASON_CODES: tuple[str, ...] = (
@@ -42,7 +43,7 @@ _HINT_TAG = re.compile(r"<hint>(.*?)(?:</hint>|\Z)", re.DOTALL | re.IGNORECASE)
 _HINT_LINE = re.compile(r"^[ \t*#>_-]*hint[ \t*_]*:[ \t*_]*(.*)$", re.IGNORECASE | re.MULTILINE)
 
 
-class DesignParseError(ValueError):
+class DesignParseError(SpadeTrainError, ValueError):
     """A designer reply that cannot become an environment. ``code`` is in PARSE_REASON_CODES;
     ``source`` is set when only the hint is missing (a separate hint pass may still help)."""
 

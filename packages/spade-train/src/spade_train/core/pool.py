@@ -20,6 +20,21 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+WIN_THRESHOLD = 1.0
+"""An episode is won when its return reaches this (the contract's success reward)."""
+
+
+def measured_difficulty(
+    hinted: Sequence[float], unhinted: Sequence[float], threshold: float = WIN_THRESHOLD
+) -> tuple[float, float]:
+    """``(win rate without the hint, hint regret)`` of one environment's plays: the one
+    definition the pool's running statistics and the environment memory share. Regret is
+    ``mean(hinted) - mean(unhinted)``, 0 when either side is empty."""
+    win = sum(r >= threshold for r in unhinted) / len(unhinted) if unhinted else 0.0
+    if not hinted or not unhinted:
+        return win, 0.0
+    return win, sum(hinted) / len(hinted) - sum(unhinted) / len(unhinted)
+
 
 def source_digest(source: str) -> str:
     """The dedup key of a source: SHA-256 of its text with surrounding whitespace removed."""
@@ -134,7 +149,7 @@ class EnvPool:
         hinted: Sequence[float],
         unhinted: Sequence[float],
         cycle: int,
-        win_threshold: float = 1.0,
+        win_threshold: float = WIN_THRESHOLD,
     ) -> None:
         """Add the returns of episodes played in ``env_id`` this cycle (unknown ids ignored:
         procedural environments are played without entering the pool)."""

@@ -1,0 +1,199 @@
+"""The typed ``backend.options`` of each built-in backend, checked when a recipe loads.
+
+A recipe's ``backend`` section has the fields every backend shares (model, lr, clip…, see
+:class:`spade_train.config.BackendConfig`) and ``options``: the backend's own settings, one
+pydantic model per backend, unknown keys refused. The ``ray`` backend's options hold the inner
+backend's name and that backend's options (``inner_options``), checked against the inner
+backend's model, so a misplaced option fails at load with its key path.
+
+:meth:`BackendOptions.plan` builds every object the backend would build on its way to the
+device (placement-group bundles, the Megatron parallel layout, Tinker's loss and optimizer
+settings) and stops where CUDA, SGLang, a model's weights or the Tinker service would be
+touched. ``spade train --dry-run`` prints it; a test builds it for every shipped recipe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ALL_COMMON = frozenset(
+    {
+        "model",
+        "device",
+        "dtype",
+        "lr",
+        "weight_decay",
+        "grad_clip",
+        "micro_batch_size",
+        "clip_eps",
+        "clip_eps_high",
+        "kl_coef",
+        "entropy_coef",
+        "lora",
+        "max_seq_len",
+        "gen_batch_size",
+        "gradient_checkpointing",
+    }
+)
+
+
+class BackendOptions(BaseModel):
+    """Base of every backend's options: strict (unknown keys refused), frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    COMMON: ClassVar[frozenset[str]] = ALL_COMMON
+    """The shared ``backend.*`` fields this backend honours; the others it ignores."""
+
+    def flat(self) -> dict[str, Any]:
+        """These options as the flat keyword arguments of the backend's constructor."""
+        return self.model_dump()
+
+    def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+        """What the backend would build, without touching a device (see the module doc)."""
+        return {"ignored": ignored_fields(self.COMMON, common, defaults)}
+
+
+def ignored_fields(
+    honoured: frozenset[str], common: dict[str, Any], defaults: dict[str, Any]
+) -> list[str]:
+    """Shared fields set away from their default that a backend does not honour."""
+    return sorted(k for k, v in common.items() if k not in honoured and defaults.get(k) != v)
+
+
+class LocalOptions(BackendOptions):
+    """PyTorch + transformers in this process (the embedded default)."""
+
+    betas: tuple[float, float] = (0.9, 0.999)
+
+    def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+        model = str(common.get("model", ""))
+        kind = model.split(":", 1)[0] if model.split(":", 1)[0] in ("embedded", "tiny") else "path"
+        return {
+            **super().plan(common, defaults),
+            "model": model,
+            "model_kind": kind,
+            "device": common.get("device", "auto"),
+            "dtype": common.get("dtype", "auto"),
+            "lora": bool(common.get("lora")),
+            "reference_model": bool(common.get("kl_coef")) and not common.get("lora"),
+        }
+
+
+class MegatronOptions(BackendOptions):
+    """Megatron-core ``GPTModel`` training of a Qwen3 HF checkpoint (CUDA only)."""
+
+    COMMON: ClassVar[frozenset[str]] = frozenset(
+        {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high"}
+    )
+    tensor_parallel: int = Field(1, ge=1)
+    pipeline_parallel: int = Field(1, ge=1)
+    expert_parallel: int = Field(1, ge=1)
+    sequence_parallel: bool = False
+
+    def plan(
+        self, common: dict[str, Any], defaults: dict[str, Any], world_size: int = 1
+    ) -> dict[str, Any]:
+        from spade_train.backends.megatron import ParallelSettings
+
+        par = ParallelSettings.from_options(self.model_dump(), world_size)
+        return {
+            **super().plan(common, defaults),
+            "model": common.get("model"),
+            "world_size": world_size,
+            "parallel": {
+                "tp": par.tp,
+                "pp": par.pp,
+                "ep": par.ep,
+                "dp": world_size // (par.tp * par.pp),
+            },
+        }
+
+
+class TinkerOptions(BackendOptions):
+    """LoRA training and sampling on the Tinker service (needs TINKER_API_KEY)."""
+
+    COMMON: ClassVar[frozenset[str]] = frozenset(
+        {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high", "lora"}
+    )
+    lora_rank: int = Field(32, ge=1)
+    betas: tuple[float, float] = (0.9, 0.95)
+    loss: Literal["ppo", "importance_sampling"] = "ppo"
+    call_timeout_s: float = Field(900.0, gt=0)
+    base_url: str | None = None
+
+    def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+        from spade_train.backends.tinker import adam_params, loss_config
+
+        adam = adam_params(
+            float(common.get("lr", 1e-5)),
+            self.betas,
+            float(common.get("weight_decay", 0.0)),
+            float(common.get("grad_clip", 1.0)),
+        )
+        return {
+            **super().plan(common, defaults),
+            "model": common.get("model"),
+            "lora_rank": self.lora_rank,
+            "loss": self.loss,
+            "loss_fn_config": loss_config(
+                self.loss, float(common.get("clip_eps", 0.2)), common.get("clip_eps_high")
+            ),
+            "adam": {"learning_rate": adam.learning_rate, "beta1": adam.beta1, "beta2": adam.beta2},
+        }
+
+
+class RayOptions(BackendOptions):
+    """A trainer actor (the inner backend) and rollout workers on a Ray cluster."""
+
+    inner: str = "local"
+    """The backend the trainer and rollout actors run (``local`` on CPU, ``megatron`` on GPUs)."""
+    inner_options: dict[str, Any] = Field(default_factory=dict)
+    """The inner backend's own options, checked against its model."""
+    num_rollout_workers: int = Field(1, ge=1)
+    num_trainers: Literal[1] = 1
+    colocate: bool = True
+    num_cpus_per_worker: float = Field(1.0, gt=0)
+    num_gpus_per_worker: float = Field(0.0, ge=0)
+    sglang_url: str | None = None
+    call_timeout_s: float = Field(600.0, gt=0)
+    ray_address: str | None = None
+    ray_num_cpus: int | None = Field(None, ge=1)
+    worker_threads: int | None = Field(1, ge=1)
+    inner_import: str | None = None
+    """A module the actors import first (an inner backend registered outside spade-train)."""
+
+    def inner_model(self) -> BackendOptions:
+        from spade_train.backends.base import backend_spec
+
+        return backend_spec(self.inner).options.model_validate(self.inner_options)
+
+    def flat(self) -> dict[str, Any]:
+        out = self.model_dump(exclude={"inner_options"})
+        out.update(self.inner_model().flat())
+        return out
+
+    def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+        cpus, gpus = self.num_cpus_per_worker, self.num_gpus_per_worker
+        bundle = {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
+        n_bundles = 1 if self.colocate else 1 + self.num_rollout_workers
+        trainer_gpus = gpus / 2 if self.colocate else gpus
+        inner = self.inner_model()
+        if isinstance(inner, MegatronOptions):
+            inner_plan = inner.plan(common, defaults, world_size=max(1, int(trainer_gpus)))
+        else:
+            inner_plan = inner.plan(common, defaults)
+        return {
+            "placement_group": [dict(bundle) for _ in range(n_bundles)],
+            "trainer": {
+                "inner": self.inner,
+                "cpus": cpus / 2 if self.colocate else cpus,
+                "gpus": trainer_gpus,
+            },
+            "rollout": {
+                "workers": self.num_rollout_workers,
+                "engine": f"sglang at {self.sglang_url}" if self.sglang_url else self.inner,
+            },
+            "inner": inner_plan,
+        }

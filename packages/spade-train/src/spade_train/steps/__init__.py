@@ -1,0 +1,1 @@
+"""The six steps of a cycle (see :mod:`spade_train.cycle`)."""

@@ -1,0 +1,105 @@
+"""Step 3: the agent plays each chosen environment with and without its hint."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import spade_envs as se
+from spade_train.config import RunConfig
+from spade_train.core.pool import EnvPool, PoolEntry
+from spade_train.play import PolicyAgent, episode_samples
+from spade_train.rundir import RunDir
+from spade_train.seeds import derive_seed
+from spade_train.steps.records import Episode, PlayedEnv
+from spade_train.types import SamplingParams
+
+
+def choose_envs(
+    cfg: RunConfig, new_envs: Sequence[PoolEntry], pool: EnvPool, rng: random.Random
+) -> list[PoolEntry]:
+    """This cycle's environments: the new ones, then pool draws up to ``envs_per_cycle``
+    (the fixed-procedural baseline plays only its fresh environments)."""
+    chosen = list(new_envs)
+    room = max(0, cfg.agent.envs_per_cycle - len(chosen))
+    if room and cfg.mode != "fixed-procedural":
+        taken = {e.env_id for e in chosen}
+        drawn = pool.sample(room + len(taken), rng)
+        chosen += [e for e in drawn if e.env_id not in taken][:room]
+    return chosen
+
+
+def play(
+    cfg: RunConfig,
+    backend: Any,
+    envs: Sequence[PoolEntry],
+    cycle: int,
+    sandbox: Any,
+    run: RunDir,
+    progress: Any,
+) -> tuple[list[PlayedEnv], list[Episode]]:
+    """``episodes_per_env`` seeded episodes per environment, each played once without and
+    once with the hint; the first transcripts of the cycle are saved."""
+    a = cfg.agent
+    specs, owners = [], []
+    for k, entry in enumerate(envs):
+        factory = se.SandboxedFactory(
+            entry.source, entry.class_name, pool=sandbox, origin=entry.env_id
+        )
+        for j in range(a.episodes_per_env):
+            seed = derive_seed(cfg.seed, cycle, "episode", k, j)
+            for hinted in (False, True):
+                specs.append(
+                    se.EpisodeSpec(
+                        factory,
+                        seed=seed,
+                        hint=entry.hint if hinted else None,
+                        env_id=entry.env_id,
+                        max_turns=min(entry.max_turns, a.max_turns),
+                        tools=entry.tools,
+                    )
+                )
+                owners.append((k, hinted))
+    task = progress.add_task(f"cycle {cycle}: play", total=max(1, len(specs)))
+    base = derive_seed(cfg.seed, cycle, "agent")
+
+    def params_for(call: int) -> SamplingParams:
+        return a.sampling.to_params((base + call) & 0x7FFFFFFF)
+
+    agent = PolicyAgent(backend, params_for)
+    results = []
+    if specs:
+        results = se.run_episodes(
+            specs,
+            agent,
+            on_turn=lambda done, total: progress.update(task, completed=done),
+            concurrency=a.concurrency,
+            workers=a.env_workers,
+        )
+    progress.update(task, completed=max(1, len(specs)))
+    played = [PlayedEnv(e) for e in envs]
+    episodes = []
+    for result, (k, hinted) in zip(results, owners, strict=True):
+        p = played[k]
+        (p.hinted if hinted else p.unhinted).append(result.episode_return)
+        if result.error is not None:
+            p.errors.append(f"{result.error.boundary}: {result.error.kind}")
+        meta = {"env_id": p.entry.env_id, "hinted": hinted}
+        episodes.append(Episode(k, hinted, result, episode_samples(agent, result, 0.0, meta)))
+    save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
+    return played, episodes
+
+
+def save_transcripts(
+    episodes: Sequence[Episode], played: Sequence[PlayedEnv], run: RunDir, cycle: int, keep: int
+) -> None:
+    out = run.transcripts / run.cycle_name(cycle)
+    for n, ep in enumerate(episodes[:keep]):
+        env_id = played[ep.env_index].entry.env_id
+        tag = "hint" if ep.hinted else "nohint"
+        se.write_transcript(ep.result, out / f"{n:03d}_{_safe(env_id)}_{tag}.json")
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:60]
