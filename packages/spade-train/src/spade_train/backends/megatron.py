@@ -341,8 +341,8 @@ class MegatronBackend:
         n = max(len(s.input_ids) for s in samples)
         dev = torch.device("cuda")
 
-        def pad(rows: list[list[float]], dtype: torch.dtype) -> torch.Tensor:
-            return torch.tensor([r + [0] * (n - len(r)) for r in rows], dtype=dtype, device=dev)
+        def pad(rows: Sequence[Sequence[float]], dtype: torch.dtype) -> torch.Tensor:
+            return torch.tensor([[*r, *[0] * (n - len(r))] for r in rows], dtype=dtype, device=dev)
 
         ids = pad([s.input_ids for s in samples], torch.long)
         mask = pad([s.loss_mask for s in samples], torch.float32)

@@ -226,7 +226,7 @@ class RayBackend:
         strategy = PlacementGroupSchedulingStrategy(
             placement_group=self._pg, placement_group_bundle_index=bundle
         )
-        remote = ray.remote(num_cpus=res[0], num_gpus=res[1], max_restarts=0)(cls)
+        remote: Any = ray.remote(num_cpus=res[0], num_gpus=res[1], max_restarts=0)(cls)
         if cls in (_TrainerActor, _LocalRolloutActor):
             args = (*args, self._threads, self._import)
         return remote.options(scheduling_strategy=strategy).remote(*args)
@@ -623,9 +623,8 @@ class RaySandboxPool:
             ray.init(include_dashboard=False, ignore_reinit_error=True)
         self.timeout = float(call_timeout_s)
         self.sandbox_config = SandboxConfig.from_env() if sandbox_config is None else sandbox_config
-        self._remote = ray.remote(num_cpus=num_cpus_per_worker, max_concurrency=max_concurrency)(
-            _SandboxActor
-        )
+        actor: Any = ray.remote(num_cpus=num_cpus_per_worker)(_SandboxActor)
+        self._remote = actor.options(max_concurrency=max_concurrency)
         self._pool_size = sandbox_pool_size
         self._lock = threading.Lock()
         self._closed = False

@@ -38,9 +38,10 @@ def sample_to_datum(sample: TrainSample) -> tinker.Datum:
     return tinker.Datum(
         model_input=tinker.ModelInput.from_ints(list(ids[:-1])),
         loss_fn_inputs={
-            "target_tokens": list(ids[1:]),
-            "logprobs": [float(x) for x in sample.old_logprobs[1:]],
-            "advantages": [float(sample.advantage) * m for m in mask],
+            # plain lists are accepted and converted by Tinker (its stubs say TensorData)
+            "target_tokens": list(ids[1:]),  # type: ignore[dict-item]
+            "logprobs": [float(x) for x in sample.old_logprobs[1:]],  # type: ignore[dict-item]
+            "advantages": [float(sample.advantage) * m for m in mask],  # type: ignore[dict-item]
         },
     )
 

@@ -10,6 +10,7 @@ from typing import Any
 import spade_corpus as sc
 import spade_envs as se
 import spade_sandbox as ss
+
 from spade_train.config import RunConfig
 from spade_train.core import design as dz
 from spade_train.core.pool import EnvPool, PoolEntry

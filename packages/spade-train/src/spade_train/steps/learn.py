@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import spade_corpus as sc
+
 from spade_train.config import RunConfig
 from spade_train.core import advantages as adv
 from spade_train.core import rewards as rw

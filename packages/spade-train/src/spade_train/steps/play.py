@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import spade_envs as se
+
 from spade_train.config import RunConfig
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.play import PolicyAgent, episode_samples

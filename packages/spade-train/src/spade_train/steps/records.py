@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import spade_corpus as sc
 import spade_envs as se
+
 from spade_train.core.pool import PoolEntry
 from spade_train.types import Generation, Role, TrainSample
 
