@@ -81,7 +81,8 @@ class SandboxedEnv:
     `reset(seed)` -> (observation, info); `step(action)` -> (observation, reward, terminated,
     truncated, info); `call(name, *args)` calls another public method with JSON arguments.
     Per-call wall time is `Limits.call_wall_s`; an episode (from `reset`) may take
-    `Limits.max_steps` steps and `Limits.episode_wall_s` seconds. After a fatal error the
+    `Limits.max_steps` steps and spend `Limits.episode_wall_s` seconds in its own calls (time
+    between calls, the agent's, does not count). After a fatal error the
     worker is gone: the next `reset()` loads the source into a fresh one, as it also does
     every `SandboxConfig.recycle_after_episodes` episodes. Close it (or use `with`).
     """
@@ -111,6 +112,7 @@ class SandboxedEnv:
         self._failure: SandboxError | None = None
         self._closed = False
         self._episode_started: float | None = None
+        self._episode_used = 0.0
         self._steps = 0
         self._episodes_on_worker = 0
         self.episodes = 0
@@ -209,6 +211,7 @@ class SandboxedEnv:
             self._load()
         limits = self.config.limits
         self._episode_started = None
+        started = time.monotonic()
         value = self._request(
             {"op": "reset", "seed": seed}, limits.call_wall_s, limits.max_output_bytes
         )
@@ -219,6 +222,7 @@ class SandboxedEnv:
                 str(exc)
             ) from None
         self._episode_started = time.monotonic()
+        self._episode_used = self._episode_started - started  # the reset's own time counts
         self._steps = 0
         self._episodes_on_worker += 1
         self.episodes += 1
@@ -235,13 +239,14 @@ class SandboxedEnv:
             raise LimitExceeded(
                 f"the episode reached Limits.max_steps={limits.max_steps}; call reset()"
             )
-        left = limits.episode_wall_s - (time.monotonic() - self._episode_started)
+        left = limits.episode_wall_s - self._episode_used
         if left <= 0:
             raise LimitExceeded(
                 f"the episode ran past Limits.episode_wall_s={limits.episode_wall_s:g}; call reset()"
             )
         timeout = min(limits.call_wall_s, left)
         self._steps += 1
+        started = time.monotonic()
         try:
             value = self._request(
                 {"op": "step", "action": action}, timeout, limits.max_output_bytes
@@ -252,6 +257,8 @@ class SandboxedEnv:
                     f"step ran past the episode's budget, Limits.episode_wall_s={limits.episode_wall_s:g}"
                 ) from None
             raise
+        finally:
+            self._episode_used += time.monotonic() - started
         try:
             obs, reward, terminated, truncated, info = wire.check_step(
                 value, limits.max_output_bytes, decoded=True

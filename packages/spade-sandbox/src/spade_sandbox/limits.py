@@ -48,7 +48,9 @@ class Limits:
     call_wall_s: float = 5.0
     """Wall-clock limit of one call (`reset`, `step`, `call`, opening); killed from outside."""
     episode_wall_s: float = 120.0
-    """Wall-clock budget of one episode, from `reset` to the last `step`."""
+    """Wall-clock budget of the environment's own calls in one episode: `reset` and every
+    `step`, summed. Time between calls (the agent generating its next action) does not count:
+    the agent's time is bounded by the episode runner, and charged to the agent."""
     cpu_s: int = 10
     """CPU seconds for the worker's whole life (RLIMIT_CPU)."""
     mem_mib: int = 512
