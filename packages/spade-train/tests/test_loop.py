@@ -91,7 +91,7 @@ class ForcedDesigner(LocalBackend):
         return out
 
 
-def test_spade_cycle_runs_every_stage_for_real(tmp_path):
+def test_spade_cycle_runs_every_stage_for_real(tmp_path, capsys):
     cfg = small("quickstart", "cycles=1", "designer.group_size=2")
     backend = ForcedDesigner(good_reply(), **cfg.backend.backend_kwargs(cfg.seed))
     loop = start_run(cfg, tmp_path / "run", backend=backend, progress=False)
@@ -102,6 +102,8 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path):
     assert row["design/valid"] == 1 and row["design/reasons"] == {"duplicate": 1}
     assert row["pool/added"] == 1
     assert row["play/envs"] == 2 and row["play/episodes"] == 2 * 1 * 2  # hint and no hint
+    assert sum(row["play/ended"].values()) == row["play/episodes"]  # every end has a reason
+    assert 0.0 <= row["play/parsed_rate"] <= 1.0
     assert row["reward/regret_mean"] is not None
     assert row["adv/designer_n"] == 2 and row["adv/agent_n"] == row["play/episodes"]
     assert row["train/samples"] > 0 and row["train/step"] == 1
@@ -116,6 +118,12 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path):
     assert (run / "checkpoints" / "LATEST").read_text().strip() == "cycle_0001"
     assert sorted(p.name for p in (run / "plots").glob("*.png"))
     assert list((run / "transcripts" / "cycle_0001").glob("*.json"))
+    from spade_train.cli import main
+
+    assert main(["inspect", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "why designs failed and episodes ended" in out and "duplicate 1" in out
+    assert any(end in out for end in ("won", "lost", "truncated", "malformed"))
 
 
 class ForcedScaffold(ForcedDesigner):

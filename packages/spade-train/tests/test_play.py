@@ -121,3 +121,26 @@ def test_unknown_episode_is_an_error():
     result = se.run_episodes([spec], lambda batch: ["\\boxed{9}"] * len(batch))[0]
     with pytest.raises(KeyError, match="no recorded generations"):
         agent.generations_of(result)
+
+
+def test_answer_prefix_is_shown_continued_and_never_trained():
+    from spade_train.backends import make_backend
+    from spade_train.steps.play import episode_end
+
+    backend = make_backend("local", model="tiny:qwen3", seed=0)
+    prefix = "\\boxed{"
+    params = SamplingParams(max_new_tokens=6, stop=("}",), seed=3)
+    agent = PolicyAgent(backend, lambda call: params, answer_prefix=prefix)
+    factory = se.load_env(GUESS_ENV, "GuessEnv")
+    specs = [se.EpisodeSpec(factory, seed=s, env_id=f"g{s}", max_turns=2) for s in range(3)]
+    results = se.run_episodes(specs, agent, system_prompt="play")
+    prefix_ids = backend.tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    for result in results:
+        replies = [m["content"] for m in result.messages if m["role"] == "assistant"]
+        assert replies and all(r.startswith(prefix) for r in replies)  # shown in the transcript
+        for gen in agent.generations_of(result):
+            assert gen.prompt_ids[-len(prefix_ids) :] == prefix_ids  # the prefix is prompt
+            assert not gen.text.startswith(prefix)  # the policy only continued it
+        trained = sum(sum(s.loss_mask) for s in episode_samples(agent, result, 1.0))
+        assert trained == sum(len(g.completion_ids) for g in agent.generations_of(result))
+        assert episode_end(result) in ("won", "lost", "truncated", "malformed")

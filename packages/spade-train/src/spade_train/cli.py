@@ -160,11 +160,38 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         table.add_row(*cells)
     console = Console()
     console.print(table)
+    console.print(_why_table(rows))
     paths = write_plots(rows, run.plots)
     latest = run.latest_checkpoint()
     console.print(f"checkpoint: {latest.name if latest else 'none'}")
     console.print("plots: " + ", ".join(str(p) for p in paths))
     return 0
+
+
+def _why_table(rows: list[dict[str, Any]]) -> Any:
+    """Per cycle: why designs failed, why episodes ended, how often a reply gave an action."""
+    from rich.table import Table
+
+    table = Table(title="why designs failed and episodes ended")
+    for title in ("cycle", "designs: reasons", "episodes: ended", "parsed"):
+        table.add_column(
+            title, justify="left" if "reasons" in title or "ended" in title else "right"
+        )
+
+    def counts(value: Any) -> str:
+        if not value:
+            return "-"
+        return ", ".join(f"{k} {v}" for k, v in sorted(value.items(), key=lambda kv: -kv[1]))
+
+    for row in rows:
+        rate = row.get("play/parsed_rate")
+        table.add_row(
+            str(row["cycle"]),
+            counts(row.get("design/reasons")),
+            counts(row.get("play/ended")),
+            "-" if rate is None else f"{rate:.0%}",
+        )
+    return table
 
 
 def cmd_recipes(_args: argparse.Namespace) -> int:

@@ -45,6 +45,8 @@ class SamplingConfig(_Strict):
     temperature: float = Field(1.0, ge=0.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     top_k: int = Field(0, ge=0)
+    stop: list[str] = Field(default_factory=list)
+    """Extra stop strings (the completion ends with the one that stopped it)."""
 
     def to_params(self, seed: int | None = None) -> SamplingParams:
         """These settings as backend :class:`SamplingParams` with ``seed``."""
@@ -53,6 +55,7 @@ class SamplingConfig(_Strict):
             temperature=self.temperature,
             top_p=self.top_p,
             top_k=self.top_k,
+            stop=tuple(self.stop),
             seed=seed,
         )
 
@@ -193,6 +196,10 @@ class AgentConfig(_Strict):
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     concurrency: int = Field(64, ge=1)
     """Episodes in flight at once; each round's batched generation is at most this big."""
+    answer_prefix: str = ""
+    """Text every agent reply starts with, written by the runner, not the policy (e.g.
+    ``\\boxed{`` for a policy too small to keep the answer format): the policy continues it,
+    the transcripts show it, and its tokens are prompt tokens (never trained)."""
     env_workers: int = Field(8, ge=1)
     """Threads that start, step and close a round's (sandboxed) environments at once."""
     executor: Literal["local", "ray"] = "local"

@@ -32,7 +32,7 @@ from spade_train.rundir import RunDir, write_jsonl
 from spade_train.steps import design as s_design
 from spade_train.steps import learn as s_learn
 from spade_train.steps import play as s_play
-from spade_train.steps.records import Batch, Design, PlayedEnv, Scores
+from spade_train.steps.records import Batch, Design, Episode, PlayedEnv, Scores
 from spade_train.types import TrainSample
 
 
@@ -95,7 +95,7 @@ def run_cycle(
         envs = s_play.choose_envs(cfg, new_envs, state.pool, state.rng)
         sandbox = res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
         played, episodes = s_play.play(cfg, res.backend, envs, cycle, sandbox, res.run, progress)
-    row.update(play_metrics(played))
+    row.update(play_metrics(played, episodes))
     scores = s_learn.score(cfg, cycle, designs, played, episodes, state.delayed)  # 4. score
     row.update(score_metrics(scores))
     batch = s_learn.advantage(cfg, scores.agent + scores.designer)  # 5. advantage
@@ -132,15 +132,19 @@ def design_metrics(designs: Sequence[Design]) -> dict[str, Any]:
     }
 
 
-def play_metrics(played: Sequence[PlayedEnv]) -> dict[str, Any]:
+def play_metrics(played: Sequence[PlayedEnv], episodes: Sequence[Episode]) -> dict[str, Any]:
     hinted = [r for p in played for r in p.hinted]
     unhinted = [r for p in played for r in p.unhinted]
+    turns = [t for e in episodes for t in e.result.turns]
+    ended = Counter(s_play.episode_end(e.result) for e in episodes)
     return {
         "play/envs": len(played),
         "play/episodes": len(hinted) + len(unhinted),
         "play/return_hint": _mean(hinted),
         "play/return_nohint": _mean(unhinted),
         "play/errors": sum(len(p.errors) for p in played),
+        "play/parsed_rate": _mean([float(not t.malformed) for t in turns]),
+        "play/ended": {k: ended[k] for k in s_play.EPISODE_ENDS if ended[k]},
     }
 
 

@@ -37,10 +37,12 @@ class PolicyAgent:
         backend: PolicyBackend,
         params_for: Callable[[int], SamplingParams],
         on_generate: Callable[[list[Generation]], None] | None = None,
+        answer_prefix: str = "",
     ):
         self.backend = backend
         self.params_for = params_for
         self.on_generate = on_generate
+        self.answer_prefix = answer_prefix
         # Episodes are told apart by their message list (the runner keeps one list per episode
         # and appends to it), since two episodes may show the very same conversation; the list
         # is kept referenced so its id cannot be reused.
@@ -56,7 +58,11 @@ class PolicyAgent:
         self.calls += 1
         if tools is not None and not any(tools):
             tools = None
-        generations = self.backend.generate(batch, params, tools=tools)
+        chats: Sequence[list[Message]] = batch
+        if self.answer_prefix:  # a prefill: the policy continues the forced prefix
+            prefill = {"role": "assistant", "content": self.answer_prefix}
+            chats = [[*messages, prefill] for messages in batch]
+        generations = self.backend.generate(chats, params, tools=tools)
         if len(generations) != len(batch):
             raise RuntimeError(
                 f"backend returned {len(generations)} generations for {len(batch)} chats"
@@ -65,7 +71,7 @@ class PolicyAgent:
             self.records.setdefault(id(messages), (messages, []))[1].append(generation)
         if self.on_generate is not None:
             self.on_generate(generations)
-        return [g.text for g in generations]
+        return [self.answer_prefix + g.text for g in generations]
 
     def generations_of(self, result: se.EpisodeResult) -> list[Generation]:
         """The generations behind each assistant turn of ``result``, in order."""

@@ -9,7 +9,7 @@ from typing import Any
 import spade_envs as se
 
 from spade_train.config import RunConfig
-from spade_train.core.pool import EnvPool, PoolEntry
+from spade_train.core.pool import WIN_THRESHOLD, EnvPool, PoolEntry
 from spade_train.play import PolicyAgent, episode_samples
 from spade_train.rundir import RunDir
 from spade_train.seeds import derive_seed
@@ -68,7 +68,7 @@ def play(
     def params_for(call: int) -> SamplingParams:
         return a.sampling.to_params((base + call) & 0x7FFFFFFF)
 
-    agent = PolicyAgent(backend, params_for)
+    agent = PolicyAgent(backend, params_for, answer_prefix=a.answer_prefix)
     results = []
     if specs:
         results = se.run_episodes(
@@ -90,6 +90,38 @@ def play(
         episodes.append(Episode(k, hinted, result, episode_samples(agent, result, 0.0, meta)))
     save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
     return played, episodes
+
+
+EPISODE_ENDS = (
+    "won",
+    "lost",
+    "truncated",
+    "malformed",
+    "environment_error",
+    "agent_error",
+    "sandbox_limit",
+    "infrastructure",
+)
+"""Why an episode ended, as ``spade inspect`` and the ``play/ended`` metric count them."""
+
+
+def episode_end(result: se.EpisodeResult) -> str:
+    """One of :data:`EPISODE_ENDS` for a played episode: its error's boundary if it stopped on
+    one; else won (return >= 1), malformed (no turn gave a parsed action), truncated (out of
+    turns), or lost."""
+    if result.error is not None:
+        return {
+            "environment": "environment_error",
+            "agent": "agent_error",
+            "sandbox": "sandbox_limit",
+        }.get(result.error.boundary, "infrastructure")
+    if result.episode_return >= WIN_THRESHOLD:
+        return "won"
+    if result.turns and all(t.malformed for t in result.turns):
+        return "malformed"
+    if result.truncated or not result.terminated:
+        return "truncated"
+    return "lost"
 
 
 def save_transcripts(
