@@ -49,6 +49,8 @@ class LocalBackend:
         gen_batch_size: int = 16,
         seed: int = 0,
         gradient_checkpointing: bool = False,
+        tis_clip: float | None = None,
+        tis_clip_low: float = 0.0,
         **unknown: Any,
     ):
         if unknown:
@@ -58,6 +60,7 @@ class LocalBackend:
             )
         torch.manual_seed(seed)
         self.spec = model
+        self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
         self.model, self.tokenizer = load_policy(model, device, dtype)
         self.device = next(self.model.parameters()).device
         self.ref_model = None
@@ -240,6 +243,8 @@ class LocalBackend:
                 entropy=entropy,
                 entropy_coef=self.entropy_coef,
                 normalizer=normalizer,
+                tis_clip=self.tis_clip,
+                tis_clip_low=self.tis_clip_low,
             )
             loss.backward()
             loss_sum += float(loss.detach())
