@@ -253,3 +253,25 @@ def test_thinking_is_stripped_before_parsing_and_trained_exactly_once():
     assert len(samples) == 3  # the history drops the reasoning, so each turn starts anew
     trained = [t for s in samples for t, m in zip(s.input_ids, s.loss_mask, strict=True) if m]
     assert trained == [t for g in gens for t in g.completion_ids]
+
+
+# -- hint plays ---------------------------------------------------------------------------------------
+
+
+def test_hint_plays_have_their_own_count_seeds_and_are_not_trained_by_default():
+    from spade_train.core.hint_plays import episode_seed, plan_episodes
+
+    plan = plan_episodes(0, 3, "env-a", episodes=4, hint_plays=2)
+    plain = [p for p in plan if not p.hinted]
+    hinted = [p for p in plan if p.hinted]
+    assert len(plain) == 4 and len(hinted) == 2
+    assert all(p.trained for p in plain) and not any(p.trained for p in hinted)
+    assert not {p.seed for p in hinted} & {p.seed for p in plain}
+    assert plan == plan_episodes(0, 3, "env-a", episodes=4, hint_plays=2)  # replays
+    assert plan != plan_episodes(0, 4, "env-a", episodes=4, hint_plays=2)
+    paired = plan_episodes(0, 3, "env-a", 2, 3, paired=True, train_hinted=True)
+    assert [p.seed for p in paired[2:]] == [paired[0].seed, paired[1].seed, paired[0].seed]
+    assert all(p.trained for p in paired)
+    assert 0 <= episode_seed(1, 2, "x", "hint", 0) < 2**31
+    with pytest.raises(ValueError, match="paired"):
+        plan_episodes(0, 0, "e", 0, 2, paired=True)
