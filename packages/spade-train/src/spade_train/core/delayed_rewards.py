@@ -165,7 +165,8 @@ class DelayedRewards:
 
     def pop_ready(self, cycle: int) -> list[dict[str, Any]]:
         """All items pushed at cycles ``<= cycle - delay``, oldest first, removed."""
-        ready, waiting = [], []
+        ready: list[tuple[int, list[dict[str, Any]]]] = []
+        waiting: list[tuple[int, list[dict[str, Any]]]] = []
         for pushed, items in self._queue:
             (ready if pushed + self.delay <= cycle else waiting).append((pushed, items))
         self._queue = waiting
