@@ -275,3 +275,9 @@ def test_hint_plays_have_their_own_count_seeds_and_are_not_trained_by_default():
     assert 0 <= episode_seed(1, 2, "x", "hint", 0) < 2**31
     with pytest.raises(ValueError, match="paired"):
         plan_episodes(0, 0, "e", 0, 2, paired=True)
+
+
+def test_regret_without_hint_plays_is_zero_even_when_the_agent_failed():
+    # a broken environment (every play scored -1) whose hint pass failed must not earn regret
+    out = rw.EnvOutcome(True, unhinted_returns=[-1.0, -1.0], skill="Math")
+    assert rw.designer_reward(out, RewardConfig(designer="regret")) == 0.0

@@ -268,8 +268,8 @@ def _r_hint(o: EnvOutcome) -> float:
 def _regret_floored(o: EnvOutcome, cfg: Any, state: RewardState) -> float:
     if o.step_timeout:
         return STEP_TIMEOUT_PENALTY
-    if not o.first_turn_valid:
-        return 0.0
+    if not o.first_turn_valid or not o.hinted_returns:
+        return 0.0  # no hint plays (the hint pass failed): no regret, as upstream per cycle
     return max(0.0, _r_hint(o) - _mean(o.window_returns()))
 
 
