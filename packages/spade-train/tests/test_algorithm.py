@@ -281,3 +281,23 @@ def test_regret_without_hint_plays_is_zero_even_when_the_agent_failed():
     # a broken environment (every play scored -1) whose hint pass failed must not earn regret
     out = rw.EnvOutcome(True, unhinted_returns=[-1.0, -1.0], skill="Math")
     assert rw.designer_reward(out, RewardConfig(designer="regret")) == 0.0
+
+
+def test_enable_thinking_reaches_the_chat_template():
+    from spade_train.backends.render import render_prompt
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<think>", "</think>", "hi", "user:", "assistant:", "[UNK]"]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core)
+    tok.chat_template = (
+        "{% for m in messages %}{{ m.role }}: {{ m.content }} {% endfor %}assistant: "
+        "{% if enable_thinking is defined and not enable_thinking %}<think> </think>{% endif %}"
+    )
+    chat = [{"role": "user", "content": "hi"}]
+    think_off = render_prompt(tok, chat, None, enable_thinking=False)
+    assert tok.convert_ids_to_tokens(think_off)[-2:] == ["<think>", "</think>"]
+    for default in (render_prompt(tok, chat, None), render_prompt(tok, chat, None, True)):
+        assert tok.convert_ids_to_tokens(default)[-1] == "assistant:"

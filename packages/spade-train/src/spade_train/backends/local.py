@@ -97,8 +97,10 @@ class LocalBackend:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _render(self, messages: Sequence[Message], tools) -> list[int]:
-        return render_prompt(self.tokenizer, messages, tools)
+    def _render(
+        self, messages: Sequence[Message], tools, enable_thinking: bool | None = None
+    ) -> list[int]:
+        return render_prompt(self.tokenizer, messages, tools, enable_thinking)
 
     @torch.no_grad()
     def generate(
@@ -112,7 +114,7 @@ class LocalBackend:
         prompts = []
         budget = max(16, self.max_seq_len - params.max_new_tokens)
         for i, messages in enumerate(conversations):
-            ids = self._render(messages, tools[i] if tools else None)
+            ids = self._render(messages, tools[i] if tools else None, params.enable_thinking)
             if len(ids) > budget:
                 self.truncated_prompts += 1
                 ids = ids[-budget:]
