@@ -301,3 +301,13 @@ def test_enable_thinking_reaches_the_chat_template():
     assert tok.convert_ids_to_tokens(think_off)[-2:] == ["<think>", "</think>"]
     for default in (render_prompt(tok, chat, None), render_prompt(tok, chat, None, True)):
         assert tok.convert_ids_to_tokens(default)[-1] == "assistant:"
+
+
+def test_reward_state_round_trips_through_json():
+    state = rw.RewardState(0.8, 0.2)
+    state.update({"Math": [0.0, 1.0], "Logic": [1.0]})
+    state.update({"Math": [1.0]})
+    again = rw.RewardState()
+    again.load_state_dict(json.loads(json.dumps(state.state_dict())))
+    assert again.state_dict() == state.state_dict()
+    assert again.tracker("Math").signed_potential() == state.tracker("Math").signed_potential()
