@@ -8,7 +8,6 @@
 
 import statistics
 
-import pytest
 import spade_envs as se
 import torch
 from spade_train.backends import make_backend
@@ -117,7 +116,6 @@ def test_designer_updates_follow_regret_advantages():
     assert after["invalid"] < before["invalid"]
 
 
-@pytest.mark.slow
 def test_tis_trains_a_delayed_sample_that_the_ppo_clip_would_drop():
     """A delayed designer sample whose sampler found its tokens far less likely than the
     policy now does (rollout log-prob = current - 3): the PPO ratio e^3 is clipped, so without
