@@ -114,3 +114,36 @@ def test_designer_updates_follow_regret_advantages():
     assert after["high"] > before["high"] + 1.0
     assert after["low"] < before["low"]
     assert after["invalid"] < before["invalid"]
+
+
+def test_tis_trains_a_delayed_sample_that_the_ppo_clip_would_drop():
+    """A delayed designer sample whose sampler found its tokens far less likely than the
+    policy now does (rollout log-prob = current - 3): the PPO ratio e^3 is clipped, so without
+    TIS it adds no gradient; with upstream's TIS (weight clamp(e^3, 0, 2) = 2, ratio taken
+    against the current policy) it is trained and its log-probability rises."""
+    results = {}
+    for tis in (None, 2.0):
+        backend = make_backend("local", model="tiny:qwen3", lr=2e-3, seed=0, tis_clip=tis)
+        tok = backend.tokenizer
+        prompt = tok.apply_chat_template(
+            [{"role": "user", "content": "Write an environment for the Math skill."}],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        ids = tok("class ModEnv: HINT: reduce mod p<|im_end|>", add_special_tokens=False)[
+            "input_ids"
+        ]
+        before = sequence_logprob(backend, prompt_ids, ids)
+        full = prompt_ids + ids
+        with torch.no_grad():
+            lp, _ = token_logprobs(
+                backend.model, torch.tensor([full]), torch.ones(1, len(full), dtype=torch.long)
+            )
+        stale = [0.0] * len(prompt_ids) + [x - 3.0 for x in lp[0, len(prompt_ids) :].tolist()]
+        sample = TrainSample(full, [0] * len(prompt_ids) + [1] * len(ids), stale, 1.0, "designer")
+        for _ in range(4):
+            backend.train_step([sample])
+        results[tis] = sequence_logprob(backend, prompt_ids, ids) - before
+    assert abs(results[None]) < 1e-4, results
+    assert results[2.0] > 1.0, results

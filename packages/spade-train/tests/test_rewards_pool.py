@@ -22,16 +22,17 @@ def test_regret_is_hinted_mean_minus_unhinted_mean():
 def test_designer_reward_modes_by_hand():
     out = rw.EnvOutcome(hinted_returns=[1, 1, 1, 0], unhinted_returns=[1, 0, 0, 0], **VALID)
     assert rw.designer_reward(out, RewardConfig(designer="regret")) == pytest.approx(0.5)
-    assert rw.designer_reward(out, RewardConfig(designer="solve-rate")) == pytest.approx(0.25)
-    # win rate 0.25 -> plateau 0.25/0.4; regret 0.5 -> 0.5/0.15
-    blend = 0.6 * (0.25 / 0.4) + 0.4 * (0.5 / 0.15)
-    assert rw.designer_reward(out, RewardConfig(designer="blend")) == pytest.approx(blend)
-    inside = rw.EnvOutcome(hinted_returns=[1, 1], unhinted_returns=[1, 0], **VALID)
-    assert rw.designer_reward(inside, RewardConfig(designer="blend")) == pytest.approx(
-        0.6 + 0.4 * 0.5 / 0.15
-    )
-    # negative regret adds nothing to the blend
+    assert rw.designer_reward(out, RewardConfig(designer="regret-pure")) == pytest.approx(0.5)
+    # solve-rate is the plateau of the mean return: 0.25 is 0.15 below the band, ramp 0.25
+    assert rw.designer_reward(out, RewardConfig(designer="solve-rate")) == pytest.approx(0.4)
+    # blend (launcher weights): 0.6 * plateau(0.25) + 0.4 * min(1, 0.5 / 0.15)
+    assert rw.designer_reward(out, RewardConfig(designer="blend")) == pytest.approx(0.6 * 0.4 + 0.4)
+    inside = rw.EnvOutcome(hinted_returns=[0.8], unhinted_returns=[1, 0], **VALID)
+    assert rw.designer_reward(inside, RewardConfig(designer="blend")) == pytest.approx(1.0)
+    # negative regret: floored under regret, kept under regret-pure, adds nothing to the blend
     worse = rw.EnvOutcome(hinted_returns=[0, 0], unhinted_returns=[1, 0], **VALID)
+    assert rw.designer_reward(worse, RewardConfig(designer="regret")) == 0.0
+    assert rw.designer_reward(worse, RewardConfig(designer="regret-pure")) == -0.5
     assert rw.designer_reward(worse, RewardConfig(designer="blend")) == pytest.approx(0.6)
 
 
@@ -43,8 +44,8 @@ def test_penalties_for_invalid_and_timed_out():
 
 
 def test_plateau_shape():
-    assert [rw.plateau(x) for x in (0.0, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)] == pytest.approx(
-        [0.0, 0.5, 1.0, 1.0, 1.0, 0.5, 0.0]
+    assert [rw.plateau(x) for x in (0.0, 0.15, 0.2, 0.4, 0.5, 0.6, 0.8, 0.85, 1.0)] == (
+        pytest.approx([0.0, 0.0, 0.2, 1.0, 1.0, 1.0, 0.2, 0.0, 0.0])
     )
 
 

@@ -18,6 +18,7 @@ from .chat import (
     RandomAgent,
     RandomToolAgent,
     ReplayAgent,
+    Scoring,
     TurnRecord,
     parse_action,
     run_episode,
@@ -102,7 +103,7 @@ __all__ = [
     "SpadeGymEnv", "TEXT_CHARSET", "text_space", "register_corpus", "make_corpus_env", "NAMESPACE",
     # chat runner
     "Message", "Agent", "BatchAgent", "ParsedAction", "parse_action", "TurnRecord", "EpisodeError",
-    "EpisodeResult", "EpisodeSpec", "run_episode", "run_episodes", "write_transcript",
+    "EpisodeResult", "EpisodeSpec", "Scoring", "run_episode", "run_episodes", "write_transcript",
     "RandomAgent", "ReplayAgent", "OpenAIChatAgent", "DEFAULT_SYSTEM_PROMPT", "FORMAT_REMINDER",
     "RandomToolAgent", "TOOL_SYSTEM_PROMPT",
     # tool use

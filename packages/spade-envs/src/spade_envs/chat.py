@@ -18,7 +18,14 @@ the turn with reward 0. Either way the turn is recorded with ``malformed=True``.
 
 The runner stops after ``max_turns`` agent turns (truncated) even if the environment does not.
 An exception from the environment or the agent ends that episode only: it is recorded in
-``EpisodeResult.error`` with the boundary it came from, and never scored as a reward.
+``EpisodeResult.error`` with the boundary it came from.
+
+Scoring (``run_episodes(scoring=...)``): ``"strict"`` (default) clips the return to
+``RETURN_BOUNDS`` ``[0, 1]`` and never scores an error (return 0). ``"upstream"`` is what the
+released SPADE training code does: the return is clipped to ``[-1, 1]`` and an environment or
+sandbox failure (an exception in ``reset``/``step``, a step past its time limit) scores -1;
+agent and infrastructure failures stay unscored in both. ``EpisodeResult.step_timeout`` marks
+an environment that ran past its time limit (the designer is penalized for it).
 """
 
 from __future__ import annotations
@@ -37,7 +44,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from .core import DEFAULT_MAX_TURNS, EnvFactory, TextEnvironment, episode_return, with_hint
+from .core import (
+    DEFAULT_MAX_TURNS,
+    RETURN_BOUNDS,
+    REWARD_BOUNDS,
+    EnvFactory,
+    TextEnvironment,
+    episode_return,
+    with_hint,
+)
 from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
 __all__ = [
@@ -50,6 +65,7 @@ __all__ = [
     "EpisodeError",
     "EpisodeResult",
     "EpisodeSpec",
+    "Scoring",
     "run_episode",
     "run_episodes",
     "write_transcript",
@@ -63,6 +79,7 @@ __all__ = [
 ]
 
 Message = dict[str, str]
+Scoring = Literal["strict", "upstream"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are playing a text game. Read each observation, think briefly, then end your reply with "
@@ -172,6 +189,8 @@ class EpisodeResult:
     error: EpisodeError | None = None
     wall_s: float = 0.0
     tools: list[dict[str, Any]] | None = None
+    #: the environment ran past its time limit (a ``TimeoutError`` from reset or step)
+    step_timeout: bool = False
 
     @property
     def won(self) -> bool:
@@ -193,6 +212,9 @@ class EpisodeSpec:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     #: the environment's tool specs; None reads the ``tools`` attribute of the built environment
     tools: list[dict[str, Any]] | None = None
+    #: build the environment with its own default ``max_turns`` and play
+    #: ``min(its max_turns, max_turns)`` turns (upstream's ``respect_game_max_turns``)
+    respect_env_max_turns: bool = False
 
 
 def _boundary(exc: BaseException) -> str:
@@ -203,8 +225,17 @@ def _boundary(exc: BaseException) -> str:
 
 
 class _Episode:
-    def __init__(self, spec: EpisodeSpec, system_prompt: str | None, native_tools: bool = False):
+    def __init__(
+        self,
+        spec: EpisodeSpec,
+        system_prompt: str | None,
+        native_tools: bool = False,
+        scoring: Scoring = "strict",
+    ):
         self.spec = spec
+        self.scoring = scoring
+        self.max_turns = spec.max_turns
+        self.step_timeout = False
         self.env: TextEnvironment | None = None
         self.system_prompt = system_prompt
         self.native_tools = native_tools
@@ -218,11 +249,25 @@ class _Episode:
 
     def fail(self, boundary: str, exc: BaseException) -> None:
         self.error = EpisodeError(boundary, type(exc).__name__, str(exc)[:2000])
+        self.step_timeout = boundary != "agent" and isinstance(exc, TimeoutError)
         self.done = True
+
+    def build(self) -> TextEnvironment:
+        if not self.spec.respect_env_max_turns:
+            return self.spec.factory(**{"max_turns": self.spec.max_turns, **self.spec.env_kwargs})
+        env = self.spec.factory(**self.spec.env_kwargs)
+        own = getattr(env, "max_turns", None)
+        if isinstance(own, int) and own > 0:
+            self.max_turns = min(own, self.spec.max_turns)
+            try:
+                env.max_turns = self.max_turns  # type: ignore[attr-defined]
+            except Exception:
+                pass  # a read-only attribute: the runner still stops at self.max_turns
+        return env
 
     def start(self) -> None:
         try:
-            self.env = self.spec.factory(**{"max_turns": self.spec.max_turns, **self.spec.env_kwargs})
+            self.env = self.build()
             observation, _ = self.env.reset(seed=self.spec.seed)
             if self.tools is None:
                 found = getattr(self.env, "tools", None)
@@ -255,7 +300,7 @@ class _Episode:
             except Exception as exc:
                 self.fail(_boundary(exc), exc)
                 return
-        if not terminated and len(self.turns) + 1 >= self.spec.max_turns:
+        if not terminated and len(self.turns) + 1 >= self.max_turns:
             truncated = True
         calls = [c.to_dict() for c in parsed.calls] or None
         self.turns.append(TurnRecord(
@@ -284,7 +329,7 @@ class _Episode:
             except Exception as exc:
                 self.fail(_boundary(exc), exc)
                 return
-        if not terminated and len(self.turns) + 1 >= self.spec.max_turns:
+        if not terminated and len(self.turns) + 1 >= self.max_turns:
             truncated = True
         self.turns.append(TurnRecord(reply, parsed.action, parsed.malformed, observation, reward, bool(terminated), bool(truncated), info))
         self.messages.append({"role": "user", "content": observation})
@@ -298,10 +343,17 @@ class _Episode:
             except Exception:
                 pass  # closing is best effort; the episode's outcome is already recorded
         final = self.turns[-1].reward if self.turns else 0.0
-        ret = 0.0 if self.error else episode_return(final, self.terminated)
+        upstream = self.scoring == "upstream"
+        if self.error is None:
+            ret = episode_return(final, self.terminated, REWARD_BOUNDS if upstream else RETURN_BOUNDS)
+        elif upstream and self.error.boundary in ("environment", "sandbox"):
+            ret = -1.0
+        else:
+            ret = 0.0
         return EpisodeResult(
             self.spec.env_id, self.spec.seed, bool(self.spec.hint), self.messages, self.turns, ret,
             self.terminated, self.truncated, self.error, time.perf_counter() - self.started, self.tools,
+            self.step_timeout,
         )
 
 
@@ -314,6 +366,7 @@ def run_episodes(
     on_turn: Callable[[int, int], None] | None = None,
     concurrency: int | None = None,
     workers: int = 1,
+    scoring: Scoring = "strict",
 ) -> list[EpisodeResult]:
     """Play many episodes in lockstep: each round, one batched agent call for all live episodes.
 
@@ -323,6 +376,7 @@ def run_episodes(
     environment spends that time waiting on its worker process, so threads overlap the waits.
     Results come back in the order of ``specs`` and do not depend on ``workers``.
     ``on_turn(finished, total)`` is called after each round (for progress bars).
+    ``scoring``: ``"strict"`` or ``"upstream"`` (see the module docstring).
 
     Tool-use episodes (``spec.tools`` or the environment's ``tools`` attribute): an agent with
     ``accepts_tools = True`` is called as ``agent(batch, tools=[specs or None per chat])`` and
@@ -337,8 +391,10 @@ def run_episodes(
         raise ValueError(f"concurrency must be at least 1 (or None for all), not {concurrency}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
+    if scoring not in ("strict", "upstream"):
+        raise ValueError(f"scoring must be 'strict' or 'upstream', not {scoring!r}")
     native = bool(getattr(agent, "accepts_tools", False))
-    episodes = [_Episode(spec, system_prompt, native) for spec in specs]
+    episodes = [_Episode(spec, system_prompt, native, scoring) for spec in specs]
     results: list[EpisodeResult | None] = [None] * len(episodes)
     pending = collections.deque(range(len(episodes)))
     limit = concurrency or max(1, len(episodes))
@@ -406,9 +462,13 @@ def run_episode(
     *,
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     on_malformed: Literal["forward", "reprompt"] = "forward",
+    scoring: Scoring = "strict",
 ) -> EpisodeResult:
     """Play one episode with a single-chat agent."""
-    return run_episodes([spec], lambda batch: [agent(m) for m in batch], system_prompt=system_prompt, on_malformed=on_malformed)[0]
+    return run_episodes(
+        [spec], lambda batch: [agent(m) for m in batch], system_prompt=system_prompt,
+        on_malformed=on_malformed, scoring=scoring,
+    )[0]
 
 
 def write_transcript(result: EpisodeResult, path: str | os.PathLike[str]) -> Path:

@@ -77,11 +77,14 @@ class EnvFactory(Protocol):
     def __call__(self, max_turns: int = DEFAULT_MAX_TURNS, **kwargs: Any) -> TextEnvironment: ...
 
 
-def episode_return(final_reward: float, terminated: bool) -> float:
-    """The return of an episode: clipped final reward if it terminated, 0.0 if truncated."""
+def episode_return(
+    final_reward: float, terminated: bool, bounds: tuple[float, float] = RETURN_BOUNDS
+) -> float:
+    """The return of an episode: final reward clipped to ``bounds`` if it terminated, 0.0 if
+    truncated. (The released training code clips to ``REWARD_BOUNDS``, ``[-1, 1]``.)"""
     if not terminated or not math.isfinite(final_reward):
         return 0.0
-    low, high = RETURN_BOUNDS
+    low, high = bounds
     return min(max(float(final_reward), low), high)
 
 

@@ -209,28 +209,78 @@ class AgentConfig(_Strict):
 
 
 class RewardConfig(_Strict):
-    designer: Literal["regret", "blend", "solve-rate"] = "regret"
+    """The designer's reward (``spade_train.core.rewards``). Defaults are the released
+    launchers' values (paper runs); the per-variant fields are read only by their variant."""
+
+    designer: str = "regret"
+    """A registered designer reward: regret, regret-pure, blend, solve-rate, micro-lp,
+    learning-potential, solver-variance, or one added through the registry."""
     invalid_penalty: float = -1.0
     timeout_penalty: float = -0.5
+    per_skill_centering: bool | None = None
+    """Center each skill's raw rewards and multiply by ``env_reward_scale``; ``None`` = the
+    variant's own choice (every upstream variant centers; ``regret-pure`` does not)."""
+    env_reward_scale: float | Literal["auto"] = "auto"
+    """``auto``: ``min(agent episodes / designer items * regeneration_interval, max)``."""
+    max_env_reward_scale: float = Field(50.0, gt=0.0)
+    regeneration_interval: int = Field(1, ge=1)
+    """Cycles between designer rounds (1 here: the loop designs every cycle)."""
+    regret_weight: float = Field(0.4, ge=0.0)
+    regret_scale: float = Field(0.15, gt=0.0)
+    regret_floor: bool = True
+    """blend: clip ``regret / regret_scale`` into ``[0, 1]``."""
+    plateau_weight: float = Field(0.6, ge=0.0)
     plateau_low: float = Field(0.4, ge=0.0, le=1.0)
     plateau_high: float = Field(0.6, ge=0.0, le=1.0)
-    regret_scale: float = Field(0.15, gt=0.0)
-    blend_plateau_weight: float = 0.6
-    blend_regret_weight: float = 0.4
-    per_skill_centering: bool = False
+    plateau_ramp: float = Field(0.25, gt=0.0)
+    micro_lp_weight: float = Field(0.0, ge=0.0)
+    micro_lp_scale: float = Field(0.10, gt=0.0)
+    micro_lp_signed: bool = True
+    micro_lp_estimator: Literal["slope", "halves"] = "slope"
+    frontier_weight: float = Field(0.0, ge=0.0)
+    frontier_scale: float = Field(0.08, gt=0.0)
+    lp_gamma_fast: float = Field(0.98, gt=0.0, le=1.0)
+    lp_gamma_slow: float = Field(0.85, gt=0.0, le=1.0)
     delay_cycles: int = Field(0, ge=0)
+    """Train each designer item ``delay_cycles`` cycles after it was made, its reward
+    recomputed from the plays of its environment over that window; pending items are flushed
+    at the last cycle (``spade_train.core.delayed_rewards``)."""
+
+    @field_validator("designer")
+    @classmethod
+    def _designer(cls, v: str) -> str:
+        from spade_train.core.rewards import designer_reward_names
+
+        names = designer_reward_names()
+        if v not in names:
+            near = difflib.get_close_matches(v, names, n=1)
+            tip = f" (did you mean {near[0]}?)" if near else ""
+            raise ValueError(f"unknown designer reward {v!r}{tip}; allowed: {', '.join(names)}")
+        return v
 
     @model_validator(mode="after")
-    def _plateau(self) -> RewardConfig:
+    def _ranges(self) -> RewardConfig:
         if self.plateau_low > self.plateau_high:
             raise ValueError("plateau_low must not exceed plateau_high")
+        if self.lp_gamma_fast <= self.lp_gamma_slow:
+            raise ValueError("lp_gamma_fast must be greater than lp_gamma_slow")
         return self
 
 
 class AdvantageConfig(_Strict):
+    """Agent and designer advantages (``spade_train.core.advantages``)."""
+
+    agent: Literal["grpo", "ema-baseline"] = "grpo"
+    """grpo: per-game z-score of the returns (the paper launchers); ema-baseline: return minus
+    an exponential average of the game's past mean returns (upstream's default)."""
+    game_baseline_decay: float = Field(0.5, gt=0.0, lt=1.0)
     role_normalization: bool = True
     group_std_norm: bool = True
     eps: float = Field(1e-6, gt=0.0)
+    compact_filter: bool = False
+    """Train nothing of episodes cut off by the turn limit (loss mask zeroed)."""
+    mask_malformed_tool_calls: bool = False
+    """Train nothing of a tool-use reply that tried a call but could not be parsed."""
 
 
 class PoolConfig(_Strict):

@@ -6,6 +6,14 @@ under the sampling policy, ``ratio = exp(logp - old)`` and the per-token objecti
 averaged over all trained tokens of the batch (``token-mean``) or per sequence first
 (``seq-mean-token-mean``). Optional terms: a k3 KL estimate against reference log-probs and an
 entropy bonus.
+
+Truncated importance sampling (TIS, ``tis_clip`` set), as the released code runs it for its
+delayed and off-policy rollouts: the PPO ratio is taken against the *proximal* log-probs (the
+trainer's policy before this update; ``proximal_logprobs``, by default the current log-probs
+detached, which is exact for one optimizer step per batch), and each token's loss is
+multiplied by the detached weight ``clamp(exp(proximal - old), tis_clip_low, tis_clip)``,
+``old`` being the sampling log-probs. A token the sampler found likelier than the trainer now
+does is down-weighted; one it found less likely is up-weighted, at most ``tis_clip`` times.
 """
 
 from __future__ import annotations
@@ -40,19 +48,32 @@ def policy_loss(
     entropy_coef: float = 0.0,
     aggregation: str = "token-mean",
     normalizer: float | None = None,
+    tis_clip: float | None = None,
+    tis_clip_low: float = 0.0,
+    proximal_logprobs: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Loss and metrics. ``advantages`` is per sequence ``[B]`` or per token ``[B, T]``.
 
     ``normalizer``: divide the summed token loss by this instead of this batch's token count
     (gradient accumulation passes the whole batch's count so micro-batches add up exactly).
+    ``tis_clip``: turn on truncated importance sampling (module docstring; upstream's
+    defaults are ``tis_clip=2.0``, ``tis_clip_low=0.0``).
     """
     mask = mask.to(logprobs.dtype)
     if advantages.dim() == 1:
         advantages = advantages[:, None].expand_as(logprobs)
-    ratio = torch.exp(logprobs - old_logprobs)
+    tis = None
+    base = old_logprobs
+    if tis_clip is not None:
+        base = logprobs.detach() if proximal_logprobs is None else proximal_logprobs
+        raw_weight = torch.exp(base - old_logprobs).detach()
+        tis = torch.clamp(raw_weight, min=tis_clip_low, max=tis_clip)
+    ratio = torch.exp(logprobs - base)
     high = clip_eps if clip_eps_high is None else clip_eps_high
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + high)
     per_token = -torch.minimum(ratio * advantages, clipped * advantages)
+    if tis is not None:
+        per_token = per_token * tis
     if kl_coef and ref_logprobs is not None:
         delta = ref_logprobs - logprobs
         per_token = per_token + kl_coef * (torch.exp(delta) - delta - 1.0)
@@ -73,9 +94,12 @@ def policy_loss(
         was_clipped = ((ratio - clipped).abs() > 1e-9).to(mask.dtype) * mask
         metrics = {
             "clip_frac": float(was_clipped.sum() / n),
-            "approx_kl": float((((ratio - 1) - (logprobs - old_logprobs)) * mask).sum() / n),
+            "approx_kl": float((((ratio - 1) - (logprobs - base)) * mask).sum() / n),
             "ratio_mean": float((ratio * mask).sum() / n),
         }
         if entropy is not None:
             metrics["entropy"] = float((entropy * mask).sum() / n)
+        if tis is not None:
+            metrics["tis_mean"] = float((tis * mask).sum() / n)
+            metrics["tis_clipfrac"] = float(((tis != raw_weight).to(mask.dtype) * mask).sum() / n)
     return loss, metrics

@@ -27,7 +27,8 @@ class PolicyAgent:
     """A batched agent for :func:`spade_envs.run_episodes` backed by a :class:`PolicyBackend`.
 
     ``params_for(call_index)`` gives the sampling parameters (with a seed) of each batched call,
-    so a rerun with the same seed reproduces the same episodes.
+    so a rerun with the same seed reproduces the same episodes. ``thinking``: the policy
+    thinks in ``<think>…</think>`` first; the environment gets the reply without it.
     """
 
     accepts_tools = True
@@ -38,8 +39,10 @@ class PolicyAgent:
         params_for: Callable[[int], SamplingParams],
         on_generate: Callable[[list[Generation]], None] | None = None,
         answer_prefix: str = "",
+        thinking: bool = False,
     ):
         self.backend = backend
+        self.thinking = thinking
         self.params_for = params_for
         self.on_generate = on_generate
         self.answer_prefix = answer_prefix
@@ -71,7 +74,11 @@ class PolicyAgent:
             self.records.setdefault(id(messages), (messages, []))[1].append(generation)
         if self.on_generate is not None:
             self.on_generate(generations)
-        return [self.answer_prefix + g.text for g in generations]
+        # Thinking mode: the runner (action parsing, history) sees the visible reply only; the
+        # generation keeps every sampled token, so the next prompt (rendered without the
+        # reasoning) starts a new sequence in merge_turns and no token is trained twice.
+        texts = [strip_thinking(g.text) if self.thinking else g.text for g in generations]
+        return [self.answer_prefix + t for t in texts]
 
     def generations_of(self, result: se.EpisodeResult) -> list[Generation]:
         """The generations behind each assistant turn of ``result``, in order."""
@@ -86,18 +93,22 @@ class PolicyAgent:
 
 
 def merge_turns(
-    generations: Sequence[Generation],
+    generations: Sequence[Generation], trained: Sequence[bool] | None = None
 ) -> list[tuple[list[int], list[int], list[float]]]:
     """Token sequences (ids, loss mask, old log-probs) covering every turn's completion.
 
     Consecutive turns share one sequence when the later prompt starts with the earlier
-    prompt + completion; the observation tokens in between get mask 0.
+    prompt + completion; the observation tokens in between get mask 0. ``trained[i] = False``
+    keeps turn ``i``'s completion in the sequence as context but masks it (0).
     """
+    if trained is not None and len(trained) != len(generations):
+        raise ValueError(f"{len(trained)} trained flags for {len(generations)} turns")
     sequences: list[tuple[list[int], list[int], list[float]]] = []
     ids: list[int] = []
     mask: list[int] = []
     logps: list[float] = []
-    for gen in generations:
+    for turn, gen in enumerate(generations):
+        on = 1 if trained is None or trained[turn] else 0
         if len(gen.logprobs) != len(gen.completion_ids):
             raise ValueError("a Generation has a different number of log-probs and tokens")
         if ids and gen.prompt_ids[: len(ids)] == ids:
@@ -108,7 +119,7 @@ def merge_turns(
             ids, mask, logps = [], [], []
             extra = list(gen.prompt_ids)
         ids = ids + extra + list(gen.completion_ids)
-        mask = mask + [0] * len(extra) + [1] * len(gen.completion_ids)
+        mask = mask + [0] * len(extra) + [on] * len(gen.completion_ids)
         logps = logps + [0.0] * len(extra) + [float(x) for x in gen.logprobs]
     if ids:
         sequences.append((ids, mask, logps))
@@ -120,11 +131,13 @@ def samples_from_generations(
     advantage: float,
     role: Role,
     meta: dict[str, Any] | None = None,
+    trained: Sequence[bool] | None = None,
 ) -> list[TrainSample]:
-    """Training samples for the turns of one episode (or one designer completion)."""
+    """Training samples for the turns of one episode (or one designer completion); a
+    sequence with nothing left to train is dropped."""
     return [
         TrainSample(ids, mask, logps, float(advantage), role, dict(meta or {}))
-        for ids, mask, logps in merge_turns(generations)
+        for ids, mask, logps in merge_turns(generations, trained)
         if any(mask)
     ]
 
@@ -134,6 +147,29 @@ def episode_samples(
     result: se.EpisodeResult,
     advantage: float,
     meta: dict[str, Any] | None = None,
+    trained: Sequence[bool] | None = None,
 ) -> list[TrainSample]:
-    """The agent-role samples of one played episode."""
-    return samples_from_generations(agent.generations_of(result), advantage, "agent", meta)
+    """The agent-role samples of one played episode (``trained``: see :func:`merge_turns`)."""
+    return samples_from_generations(agent.generations_of(result), advantage, "agent", meta, trained)
+
+
+# -- thinking mode ----------------------------------------------------------------------------
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def split_thinking(text: str) -> tuple[str, str]:
+    """``(reasoning, visible reply)`` of a completion, split as the Qwen3 chat template does:
+    the reply is what follows the last ``</think>`` (leading newlines dropped); the reasoning
+    is what precedes it, after any ``<think>``. No ``</think>``: no reasoning."""
+    if THINK_CLOSE not in text:
+        return "", text
+    head, _, tail = text.rpartition(THINK_CLOSE)
+    reasoning = head.split(THINK_OPEN)[-1].strip("\n")
+    return reasoning, tail.lstrip("\n")
+
+
+def strip_thinking(text: str) -> str:
+    """The visible reply of a completion (see :func:`split_thinking`): what the environment
+    parses and what the history keeps, as the Qwen3 template renders earlier turns."""
+    return split_thinking(text)[1]

@@ -31,6 +31,9 @@ class SamplingParams:
     """Extra stop strings; the tokenizer's end-of-turn token always stops."""
     seed: int | None = None
     """Seed for this batch; ``None`` continues the backend's own generator."""
+    enable_thinking: bool | None = None
+    """Passed to chat templates that read it (Qwen3's ``enable_thinking``); ``None`` leaves
+    the template's default. Set per role: the designer's and the agent's calls differ."""
 
 
 @dataclass

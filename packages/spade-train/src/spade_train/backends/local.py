@@ -49,6 +49,8 @@ class LocalBackend:
         gen_batch_size: int = 16,
         seed: int = 0,
         gradient_checkpointing: bool = False,
+        tis_clip: float | None = None,
+        tis_clip_low: float = 0.0,
         **unknown: Any,
     ):
         if unknown:
@@ -58,6 +60,7 @@ class LocalBackend:
             )
         torch.manual_seed(seed)
         self.spec = model
+        self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
         self.model, self.tokenizer = load_policy(model, device, dtype)
         self.device = next(self.model.parameters()).device
         self.ref_model = None
@@ -94,8 +97,10 @@ class LocalBackend:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _render(self, messages: Sequence[Message], tools) -> list[int]:
-        return render_prompt(self.tokenizer, messages, tools)
+    def _render(
+        self, messages: Sequence[Message], tools, enable_thinking: bool | None = None
+    ) -> list[int]:
+        return render_prompt(self.tokenizer, messages, tools, enable_thinking)
 
     @torch.no_grad()
     def generate(
@@ -109,7 +114,7 @@ class LocalBackend:
         prompts = []
         budget = max(16, self.max_seq_len - params.max_new_tokens)
         for i, messages in enumerate(conversations):
-            ids = self._render(messages, tools[i] if tools else None)
+            ids = self._render(messages, tools[i] if tools else None, params.enable_thinking)
             if len(ids) > budget:
                 self.truncated_prompts += 1
                 ids = ids[-budget:]
@@ -240,6 +245,8 @@ class LocalBackend:
                 entropy=entropy,
                 entropy_coef=self.entropy_coef,
                 normalizer=normalizer,
+                tis_clip=self.tis_clip,
+                tis_clip_low=self.tis_clip_low,
             )
             loss.backward()
             loss_sum += float(loss.detach())

@@ -372,7 +372,7 @@ class MegatronBackend:
         out = []
         tool_list = list(tools) if tools is not None else [None] * len(conversations)
         for conv, tl in zip(conversations, tool_list, strict=True):
-            prompt = render_prompt(self.tokenizer, conv, tl)
+            prompt = render_prompt(self.tokenizer, conv, tl, params.enable_thinking)
             ids, lps, finish = list(prompt), [], "length"
             for _ in range(params.max_new_tokens):
                 x = torch.tensor([ids], device="cuda")

@@ -11,13 +11,19 @@ __all__ = ["render_prompt"]
 
 
 def render_prompt(
-    tokenizer: Any, conversation: Sequence[Message], tools: Sequence[dict[str, Any]] | None
+    tokenizer: Any,
+    conversation: Sequence[Message],
+    tools: Sequence[dict[str, Any]] | None,
+    enable_thinking: bool | None = None,
 ) -> list[int]:
     """Token ids of ``conversation`` rendered with the chat template and generation prompt.
 
     A conversation that ends with an assistant message is a prefill: the prompt ends inside
-    that message (no end-of-turn after it) and the completion continues its text."""
+    that message (no end-of-turn after it) and the completion continues its text.
+    ``enable_thinking`` is handed to the template when set (Qwen3 reads it)."""
     kwargs: dict[str, Any] = {"tools": list(tools)} if tools else {}
+    if enable_thinking is not None:
+        kwargs["enable_thinking"] = enable_thinking
     conversation = [dict(m) for m in conversation]
     if conversation and conversation[-1].get("role") == "assistant":
         kwargs["continue_final_message"] = True

@@ -187,7 +187,8 @@ def generate_chat(
     """Batched chat completions with log-probs through SGLang, in input order."""
     tool_list = list(tools) if tools is not None else [None] * len(conversations)
     prompts = [
-        render_prompt(tokenizer, c, t) for c, t in zip(conversations, tool_list, strict=True)
+        render_prompt(tokenizer, c, t, params.enable_thinking)
+        for c, t in zip(conversations, tool_list, strict=True)
     ]
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     out = []

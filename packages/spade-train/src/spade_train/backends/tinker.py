@@ -140,7 +140,7 @@ class TinkerBackend:
         """Sample one completion per conversation through the current sampling client."""
         tool_list = list(tools) if tools is not None else [None] * len(conversations)
         prompts = [
-            render_prompt(self.tokenizer, c, t)
+            render_prompt(self.tokenizer, c, t, params.enable_thinking)
             for c, t in zip(conversations, tool_list, strict=True)
         ]
         sp = tinker_sampling_params(params)

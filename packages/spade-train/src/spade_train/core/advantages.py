@@ -5,6 +5,10 @@ groups = episodes of one environment), divided by the group's standard deviation
 ``std_norm``. Per-role normalization then rescales each role's advantages to zero mean and
 unit standard deviation, so a role whose rewards live on a larger scale cannot dominate the
 joint update of the shared policy.
+
+The agent's returns can instead be centered on a per-game exponential baseline
+(:func:`ema_baseline_advantages`, upstream's default), and :func:`compact_filter` /
+:func:`malformed_tool_call_turns` decide what of an episode is trained.
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from typing import Any
+
+from spade_train.core.learning_potential import GameBaselines
+from spade_train.types import TrainSample
 
 
 def group_advantages(
@@ -66,3 +74,64 @@ def compute_advantages(
     if cfg.role_normalization:
         adv = normalize_per_role(adv, roles, eps=cfg.eps)
     return adv
+
+
+# -- agent returns: the per-game baseline variants ---------------------------------------------
+
+
+def ema_baseline_advantages(
+    returns: Sequence[float], games: Sequence[str], baselines: GameBaselines
+) -> list[float]:
+    """Each return minus its game's exponential average of past mean returns, then that
+    average takes this batch's mean return of the game (once per game per call; a game not
+    seen before has baseline 0). ``baselines`` is the run's :class:`GameBaselines`."""
+    if len(returns) != len(games):
+        raise ValueError(f"{len(returns)} returns but {len(games)} game labels")
+    before = {g: baselines.get(g) for g in set(games)}
+    out = [float(r) - before[g] for r, g in zip(returns, games, strict=True)]
+    for g in dict.fromkeys(games):  # first-seen order, so the updates replay identically
+        values = [float(r) for r, gg in zip(returns, games, strict=True) if gg == g]
+        baselines.update(g, sum(values) / len(values))
+    return out
+
+
+def agent_advantages(
+    returns: Sequence[float],
+    games: Sequence[str],
+    cfg: Any,
+    baselines: GameBaselines | None = None,
+) -> list[float]:
+    """The agent's advantages under ``cfg.agent`` (``grpo``: per-game z-score;
+    ``ema-baseline``: :func:`ema_baseline_advantages`, which needs ``baselines``)."""
+    if cfg.agent == "grpo":
+        return group_advantages(returns, games, std_norm=cfg.group_std_norm, eps=cfg.eps)
+    if cfg.agent == "ema-baseline":
+        if baselines is None:
+            raise ValueError("advantage.agent=ema-baseline needs the run's GameBaselines")
+        return ema_baseline_advantages(returns, games, baselines)
+    raise ValueError(f"unknown agent advantage {cfg.agent!r}; use grpo or ema-baseline")
+
+
+# -- loss masks ---------------------------------------------------------------------------------
+
+
+def zero_loss_mask(samples: Sequence[TrainSample]) -> list[TrainSample]:
+    """Copies of ``samples`` that train nothing (loss mask all 0)."""
+    return [replace(s, loss_mask=[0] * len(s.loss_mask)) for s in samples]
+
+
+def compact_filter(samples: Sequence[TrainSample], truncated: bool) -> list[TrainSample]:
+    """An episode cut off by the turn limit trains nothing (its samples keep their place in
+    the batch, loss mask zeroed): running out of turns is the budget, not a policy failure."""
+    return zero_loss_mask(samples) if truncated else list(samples)
+
+
+def malformed_tool_call_turns(turns: Sequence[Any]) -> list[bool]:
+    """Per agent turn (spade-envs ``TurnRecord``): True when the reply tried a tool call
+    (``<tool_call>`` in it) but no call could be parsed and it was not a final answer."""
+    return [
+        t.parse_outcome is not None
+        and t.parse_outcome not in ("tool_calls", "final_answer")
+        and "<tool_call>" in t.reply
+        for t in turns
+    ]
