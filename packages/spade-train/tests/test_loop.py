@@ -38,6 +38,7 @@ SMALL = [
     "validation.seeds=1",
     "agent.envs_per_cycle=2",
     "agent.episodes_per_env=1",
+    "agent.hint_plays_per_env=1",
     "agent.max_turns=2",
     "agent.sampling.max_new_tokens=8",
     "logging.progress=false",
@@ -105,7 +106,8 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path, capsys):
     assert sum(row["play/ended"].values()) == row["play/episodes"]  # every end has a reason
     assert 0.0 <= row["play/parsed_rate"] <= 1.0
     assert row["reward/regret_mean"] is not None
-    assert row["adv/designer_n"] == 2 and row["adv/agent_n"] == row["play/episodes"]
+    # hint plays feed the regret only: the agent trains on the unhinted episodes
+    assert row["adv/designer_n"] == 2 and row["adv/agent_n"] == row["play/episodes"] // 2
     assert row["train/samples"] > 0 and row["train/step"] == 1
     run = tmp_path / "run"
     designs = [
@@ -165,6 +167,18 @@ def test_scaffolded_design_continues_the_prefill_and_takes_the_hint_pass(tmp_pat
     ]
     assert designs[0]["valid"] and designs[0]["hint"] == "Work modulo each step."
     assert row["reward/regret_mean"] is not None and row["train/samples"] > 0
+
+
+def test_delayed_designer_items_are_released_late_and_flushed_at_the_end(tmp_path):
+    cfg = small("quickstart", "cycles=3", "reward.delay_cycles=2", "reward.designer=blend")
+    backend = ForcedDesigner(good_reply(), **cfg.backend.backend_kwargs(cfg.seed))
+    rows = start_run(cfg, tmp_path / "run", backend=backend, progress=False).train()
+    released = [r["reward/designer/released"] for r in rows]
+    # 2 designs a cycle: nothing before cycle 1 + 2; cycle 3 releases cycle 1's and, as the
+    # last cycle, flushes cycles 2 and 3 (nothing made is left untrained)
+    assert released == [0, 0, 6]
+    assert rows[-1]["adv/designer_n"] == 6 - rows[-1]["reward/designer/masked"]
+    assert [r["adv/designer_n"] for r in rows[:2]] == [0, 0]
 
 
 def test_fixed_static_and_procedural_modes(tmp_path):

@@ -47,6 +47,9 @@ class SamplingConfig(_Strict):
     top_k: int = Field(0, ge=0)
     stop: list[str] = Field(default_factory=list)
     """Extra stop strings (the completion ends with the one that stopped it)."""
+    enable_thinking: bool | None = None
+    """Thinking mode for templates that have one (Qwen3 ``enable_thinking``); ``None`` leaves
+    the template's default. Set per role: ``designer.sampling`` and ``agent.sampling``."""
 
     def to_params(self, seed: int | None = None) -> SamplingParams:
         """These settings as backend :class:`SamplingParams` with ``seed``."""
@@ -57,6 +60,7 @@ class SamplingConfig(_Strict):
             top_k=self.top_k,
             stop=tuple(self.stop),
             seed=seed,
+            enable_thinking=self.enable_thinking,
         )
 
 
@@ -78,6 +82,11 @@ class BackendConfig(_Strict):
     max_seq_len: int = Field(2048, ge=16)
     gen_batch_size: int = Field(16, ge=1)
     gradient_checkpointing: bool = False
+    tis_clip: float | None = Field(None, gt=0.0)
+    """Truncated importance sampling: each token's loss weighted by
+    ``clamp(exp(current - rollout log-prob), tis_clip_low, tis_clip)`` (the paper launchers:
+    2.0); ``None`` turns it off. Matters for delayed and overlapped (off-policy) samples."""
+    tis_clip_low: float = Field(0.0, ge=0.0)
     options: dict[str, Any] = Field(default_factory=dict)
     """The backend's own options, checked against its model (``spade_train.backends.options``)."""
 
@@ -191,11 +200,28 @@ class ValidationConfig(_Strict):
 class AgentConfig(_Strict):
     envs_per_cycle: int = Field(4, ge=1)
     episodes_per_env: int = Field(2, ge=1)
-    """Episodes per environment with the hint, and as many again without."""
+    """Trained episodes per environment, without the hint (upstream's ``trajectories_per_game``)."""
     max_turns: int = Field(6, ge=1)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     concurrency: int = Field(64, ge=1)
     """Episodes in flight at once; each round's batched generation is at most this big."""
+    hint_plays_per_env: int = Field(2, ge=0)
+    """Episodes per environment played with the hint, on their own seeds (upstream's
+    ``hint_plays_per_game``); they feed the designer's regret and are not trained unless
+    ``train_hint_plays``. Played only in ``mode: spade`` with a reward that reads hints."""
+    paired_hint_seeds: bool = False
+    """Hint plays reuse the unhinted episodes' seeds (regret over the same instances)."""
+    train_hint_plays: bool = False
+    scoring: Literal["strict", "upstream"] = "upstream"
+    """How an episode is scored (spade-envs ``run_episodes``): ``upstream`` clips the return
+    to [-1, 1] and scores an environment exception -1 (the released code); ``strict`` clips to
+    [0, 1] and leaves failures unscored."""
+    respect_env_max_turns: bool = False
+    """Play an environment's own ``max_turns`` (capped at ``max_turns``), as upstream's
+    ``--respect-game-max-turns``."""
+    thinking: bool = False
+    """The agent's replies may hold ``<think>…</think>``: stripped before the action is parsed
+    and from the history (all sampled tokens are still trained once)."""
     answer_prefix: str = ""
     """Text every agent reply starts with, written by the runner, not the policy (e.g.
     ``\\boxed{`` for a policy too small to keep the answer format): the policy continues it,

@@ -27,6 +27,8 @@ import spade_sandbox as ss
 
 from spade_train.config import RunConfig
 from spade_train.core import rewards as rw
+from spade_train.core.delayed_rewards import DelayedDesignerRewards
+from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool
 from spade_train.rundir import RunDir, write_jsonl
 from spade_train.steps import design as s_design
@@ -60,7 +62,11 @@ class RunState:
     rng: random.Random
     pool: EnvPool
     memory: sc.EnvironmentMemory
-    delayed: rw.DelayedRewards
+    delayed: DelayedDesignerRewards
+    reward_state: rw.RewardState
+    """The designer reward's per-skill learning-potential trackers."""
+    baselines: GameBaselines
+    """Per-game EMA of mean returns (``advantage.agent: ema-baseline``)."""
     curriculum: Any = None
 
 
@@ -96,9 +102,11 @@ def run_cycle(
         sandbox = res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
         played, episodes = s_play.play(cfg, res.backend, envs, cycle, sandbox, res.run, progress)
     row.update(play_metrics(played, episodes))
-    scores = s_learn.score(cfg, cycle, designs, played, episodes, state.delayed)  # 4. score
+    scores = s_learn.score(  # 4. score
+        cfg, cycle, designs, played, episodes, state.delayed, state.reward_state
+    )
     row.update(score_metrics(scores))
-    batch = s_learn.advantage(cfg, scores.agent + scores.designer)  # 5. advantage
+    batch = s_learn.advantage(cfg, scores.agent + scores.designer, state.baselines)  # 5.
     row.update(advantage_metrics(batch))
     if train:  # 6. update
         with _timed(times, "update_s"):
@@ -152,6 +160,7 @@ def score_metrics(scores: Scores) -> dict[str, Any]:
     return {
         "reward/regret_mean": _mean(scores.regrets),
         "reward/designer_mean": _mean(scores.designer_rewards),
+        **{f"reward/{k}": v for k, v in scores.metrics.items()},
     }
 
 

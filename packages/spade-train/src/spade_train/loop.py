@@ -29,6 +29,8 @@ import spade_sandbox as ss
 from spade_train.backends.base import PolicyBackend, make_backend, submit_train_step
 from spade_train.config import RunConfig, dump_config
 from spade_train.core import rewards as rw
+from spade_train.core.delayed_rewards import DelayedDesignerRewards
+from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.cycle import Resources, RunState, run_cycle
 from spade_train.plots import write_plots
@@ -240,6 +242,8 @@ class SelfPlay:
             "rng": _rng_to_json(st.rng.getstate()),
             "pool": st.pool.state_dict(),
             "delayed": st.delayed.state_dict(),
+            "reward_state": st.reward_state.state_dict(),
+            "baselines": st.baselines.state_dict(),
             "curriculum": st.curriculum.state_dict() if st.curriculum else None,
             "pending": None,
         }
@@ -264,6 +268,8 @@ class SelfPlay:
         st.rng.setstate(_rng_from_json(data["rng"]))
         st.pool = EnvPool.from_state_dict(data["pool"])
         st.delayed.load_state_dict(data["delayed"])
+        st.reward_state.load_state_dict(data["reward_state"])
+        st.baselines = GameBaselines.from_state(data["baselines"])
         if st.curriculum is not None and data.get("curriculum") is not None:
             st.curriculum.load_state_dict(data["curriculum"])
         self.pending = None
@@ -292,12 +298,15 @@ def _initial_state(cfg: RunConfig) -> RunState:
     memory = sc.EnvironmentMemory(
         capacity=cfg.designer.memory.capacity, band=cfg.designer.memory.band
     )
+    r = cfg.reward
     return RunState(
         0,
         random.Random(cfg.seed),
         pool,
         memory,
-        rw.DelayedRewards(cfg.reward.delay_cycles),
+        DelayedDesignerRewards(r.delay_cycles),
+        rw.RewardState(r.lp_gamma_fast, r.lp_gamma_slow),
+        GameBaselines(cfg.advantage.game_baseline_decay),
         curriculum,
     )
 

@@ -35,6 +35,8 @@ ALL_COMMON = frozenset(
         "max_seq_len",
         "gen_batch_size",
         "gradient_checkpointing",
+        "tis_clip",
+        "tis_clip_low",
     }
 )
 

@@ -3,6 +3,7 @@ update; then the cycle's plays are recorded in the pool and the environment memo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ import spade_corpus as sc
 from spade_train.config import RunConfig
 from spade_train.core import advantages as adv
 from spade_train.core import rewards as rw
+from spade_train.core.delayed_rewards import DelayedDesignerRewards
+from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool, measured_difficulty
 from spade_train.play import samples_from_generations
 from spade_train.steps.records import Batch, Design, Episode, PlayedEnv, Scored, Scores
@@ -23,10 +26,14 @@ def score(
     designs: Sequence[Design],
     played: Sequence[PlayedEnv],
     episodes: Sequence[Episode],
-    delayed: rw.DelayedRewards,
+    delayed: DelayedDesignerRewards,
+    reward_state: rw.RewardState,
 ) -> Scores:
-    """Step 4: the agent's reward is the episode return; the designer's comes from what became
-    of its environment (the recipe's ``reward.designer``), released after ``delay_cycles``."""
+    """Step 4: the agent's reward is the episode return (trained episodes only); the
+    designer's comes from what became of its environment under ``reward.designer``, scored
+    when released: ``delay_cycles`` later, over its environment's plays in that window (all
+    pending items at the last cycle)."""
+    trained = [e for e in episodes if e.trained]
     agent = [
         Scored(
             "agent",
@@ -34,67 +41,65 @@ def score(
             e.result.episode_return,
             e.samples,
         )
-        for e in episodes
+        for e in trained
     ]
     by_id = {p.entry.env_id: p for p in played}
-    rewards, skills, regrets = [], [], []
+    outcomes, payloads, regrets = [], [], []
     for d in designs:
         p = by_id.get(d.env_id or "") if d.valid else None
-        outcome = rw.EnvOutcome(
-            valid=p is not None,
-            reason=d.reason,
-            hinted_returns=p.hinted if p else [],
-            unhinted_returns=p.unhinted if p else [],
-            skill=d.skill,
-            timed_out=bool(d.reason and "timeout" in d.reason),
+        outcomes.append(
+            rw.EnvOutcome(
+                valid=p is not None,
+                reason=d.reason,
+                hinted_returns=tuple(p.hinted) if p else (),
+                unhinted_returns=tuple(p.unhinted) if p else (),
+                skill=d.skill,
+                timed_out=bool(d.reason and "timeout" in d.reason),
+                step_timeout=bool(p and p.step_timeout),
+                env_id=d.env_id,
+            )
         )
         if p is not None:
             regrets.append(rw.regret(p.hinted, p.unhinted))
-        rewards.append(rw.designer_reward(outcome, cfg.reward))
-        skills.append(d.skill if p is not None else None)
-    if cfg.reward.per_skill_centering and rewards:
-        rewards = _center_valid(rewards, skills)
-    now = [
-        Scored(
-            "designer",
-            (cycle, d.prompt_index),
-            r,
-            samples_from_generations([d.generation], 0.0, "designer", {"cycle": cycle}),
-        )
-        for d, r in zip(designs, rewards, strict=True)
+        samples = samples_from_generations([d.generation], 0.0, "designer", {"cycle": cycle})
+        payloads.append(Scored("designer", (cycle, d.prompt_index), 0.0, samples).to_json())
+    delayed.push(cycle, outcomes, payloads)
+    delayed.record_plays(cycle, {p.entry.env_id: p.unhinted for p in played})
+    if cycle >= cfg.cycles:
+        released = delayed.flush(cfg.reward, reward_state, len(trained))
+    else:
+        released = delayed.pop_ready(cycle, cfg.reward, reward_state, len(trained))
+    ready = [
+        dataclasses.replace(Scored.from_json(payload), reward=float(r))
+        for payload, r in zip(released.payloads, released.rewards, strict=True)
+        if r is not None  # masked by the variant: not trained
     ]
-    delayed.push(cycle, [s.to_json() for s in now])
-    ready = [Scored.from_json(item) for item in delayed.pop_ready(cycle)]
-    return Scores(agent, ready, rewards, regrets)
+    metrics = dict(released.scores.metrics) if released.scores else {}
+    metrics["designer/released"] = len(released.payloads)
+    metrics["designer/masked"] = sum(r is None for r in released.rewards)
+    return Scores(agent, ready, [s.reward for s in ready], regrets, metrics)
 
 
-def _center_valid(rewards: list[float], skills: list[str | None]) -> list[float]:
-    """Per-skill centering over the valid environments (invalid ones keep their penalty)."""
-    valid = [i for i, s in enumerate(skills) if s is not None]
-    centered = rw.center_per_skill([rewards[i] for i in valid], [skills[i] or "" for i in valid])
-    out = list(rewards)
-    for i, value in zip(valid, centered, strict=True):
-        out[i] = value
-    return out
-
-
-def advantage(cfg: RunConfig, items: Sequence[Scored]) -> Batch:
-    """Step 5: group-relative advantages per role, then per-role normalization."""
-    values = (
-        adv.compute_advantages(
-            [s.reward for s in items],
-            [s.group for s in items],
-            [s.role for s in items],
-            cfg.advantage,
-        )
-        if items
-        else []
-    )
+def advantage(cfg: RunConfig, items: Sequence[Scored], baselines: GameBaselines) -> Batch:
+    """Step 5: the agent's advantages per game (``advantage.agent``: z-score or EMA baseline),
+    the designer's per prompt group, then per-role normalization over the joint batch."""
+    a = cfg.advantage
+    agents = [s for s in items if s.role == "agent"]
+    designers = [s for s in items if s.role == "designer"]
+    games = ["|".join(str(g) for g in s.group) for s in agents]
+    values = adv.agent_advantages([s.reward for s in agents], games, a, baselines) if agents else []
+    if designers:
+        rewards, groups = [s.reward for s in designers], [s.group for s in designers]
+        values += adv.group_advantages(rewards, groups, std_norm=a.group_std_norm, eps=a.eps)
+    ordered = agents + designers
+    roles = [s.role for s in ordered]
+    if a.role_normalization and values:
+        values = adv.normalize_per_role(values, roles, eps=a.eps)
     samples: list[TrainSample] = []
     per_role: dict[Any, list[float]] = {"agent": [], "designer": []}
-    for item, a in zip(items, values, strict=True):
-        samples += [s.with_advantage(a) for s in item.samples]
-        per_role[item.role].append(a)
+    for item, value in zip(ordered, values, strict=True):
+        samples += [s.with_advantage(value) for s in item.samples]
+        per_role[item.role].append(value)
     return Batch(samples, per_role)
 
 

@@ -9,12 +9,15 @@ from typing import Any
 import spade_envs as se
 
 from spade_train.config import RunConfig
+from spade_train.core import advantages as adv
+from spade_train.core import rewards as rw
+from spade_train.core.hint_plays import plan_episodes
 from spade_train.core.pool import WIN_THRESHOLD, EnvPool, PoolEntry
 from spade_train.play import PolicyAgent, episode_samples
 from spade_train.rundir import RunDir
 from spade_train.seeds import derive_seed
 from spade_train.steps.records import Episode, PlayedEnv
-from spade_train.types import SamplingParams
+from spade_train.types import SamplingParams, TrainSample
 
 
 def choose_envs(
@@ -31,6 +34,13 @@ def choose_envs(
     return chosen
 
 
+def hint_plays(cfg: RunConfig) -> int:
+    """Hinted episodes per environment: only SPADE's designer reward reads them."""
+    if cfg.mode != "spade" or not rw.get_designer_reward(cfg.reward.designer).uses_hint:
+        return 0
+    return cfg.agent.hint_plays_per_env
+
+
 def play(
     cfg: RunConfig,
     backend: Any,
@@ -40,35 +50,37 @@ def play(
     run: RunDir,
     progress: Any,
 ) -> tuple[list[PlayedEnv], list[Episode]]:
-    """``episodes_per_env`` seeded episodes per environment, each played once without and
-    once with the hint; the first transcripts of the cycle are saved."""
+    """Per environment ``episodes_per_env`` unhinted (trained) episodes and ``hint_plays``
+    hinted ones on their own seeds (reward only, unless ``train_hint_plays``); the first
+    transcripts of the cycle are saved."""
     a = cfg.agent
     specs, owners = [], []
     for k, entry in enumerate(envs):
         factory = se.SandboxedFactory(
             entry.source, entry.class_name, pool=sandbox, origin=entry.env_id
         )
-        for j in range(a.episodes_per_env):
-            seed = derive_seed(cfg.seed, cycle, "episode", k, j)
-            for hinted in (False, True):
-                specs.append(
-                    se.EpisodeSpec(
-                        factory,
-                        seed=seed,
-                        hint=entry.hint if hinted else None,
-                        env_id=entry.env_id,
-                        max_turns=min(entry.max_turns, a.max_turns),
-                        tools=entry.tools,
-                    )
+        plan = plan_episodes(cfg.seed, cycle, entry.env_id, a.episodes_per_env, hint_plays(cfg),
+                             paired=a.paired_hint_seeds, train_hinted=a.train_hint_plays)  # fmt: skip
+        for planned in plan:
+            specs.append(
+                se.EpisodeSpec(
+                    factory,
+                    seed=planned.seed,
+                    hint=entry.hint if planned.hinted else None,
+                    env_id=entry.env_id,
+                    max_turns=min(entry.max_turns, a.max_turns),
+                    tools=entry.tools,
+                    respect_env_max_turns=a.respect_env_max_turns,
                 )
-                owners.append((k, hinted))
+            )
+            owners.append((k, planned))
     task = progress.add_task(f"cycle {cycle}: play", total=max(1, len(specs)))
     base = derive_seed(cfg.seed, cycle, "agent")
 
     def params_for(call: int) -> SamplingParams:
         return a.sampling.to_params((base + call) & 0x7FFFFFFF)
 
-    agent = PolicyAgent(backend, params_for, answer_prefix=a.answer_prefix)
+    agent = PolicyAgent(backend, params_for, answer_prefix=a.answer_prefix, thinking=a.thinking)
     results = []
     if specs:
         results = se.run_episodes(
@@ -77,19 +89,38 @@ def play(
             on_turn=lambda done, total: progress.update(task, completed=done),
             concurrency=a.concurrency,
             workers=a.env_workers,
+            scoring=a.scoring,
         )
     progress.update(task, completed=max(1, len(specs)))
     played = [PlayedEnv(e) for e in envs]
     episodes = []
-    for result, (k, hinted) in zip(results, owners, strict=True):
+    for result, (k, planned) in zip(results, owners, strict=True):
         p = played[k]
-        (p.hinted if hinted else p.unhinted).append(result.episode_return)
+        (p.hinted if planned.hinted else p.unhinted).append(result.episode_return)
         if result.error is not None:
             p.errors.append(f"{result.error.boundary}: {result.error.kind}")
-        meta = {"env_id": p.entry.env_id, "hinted": hinted}
-        episodes.append(Episode(k, hinted, result, episode_samples(agent, result, 0.0, meta)))
+        p.step_timeout = p.step_timeout or result.step_timeout
+        samples = agent_samples(
+            cfg, agent, result, {"env_id": p.entry.env_id, "hinted": planned.hinted}
+        )
+        episodes.append(Episode(k, planned.hinted, result, samples, planned.trained))
     save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
     return played, episodes
+
+
+def agent_samples(
+    cfg: RunConfig, agent: PolicyAgent, result: se.EpisodeResult, meta: dict[str, Any]
+) -> list[TrainSample]:
+    """The episode's agent-role samples: a tool call that could not be parsed is masked
+    (``mask_malformed_tool_calls``), an episode cut off by the turn limit trains nothing
+    (``compact_filter``)."""
+    trained = None
+    if cfg.advantage.mask_malformed_tool_calls:
+        trained = [not bad for bad in adv.malformed_tool_call_turns(result.turns)]
+    samples = episode_samples(agent, result, 0.0, meta, trained)
+    if cfg.advantage.compact_filter:
+        samples = adv.compact_filter(samples, result.truncated)
+    return samples
 
 
 EPISODE_ENDS = (

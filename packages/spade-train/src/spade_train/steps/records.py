@@ -82,6 +82,8 @@ class Episode:
     hinted: bool
     result: se.EpisodeResult
     samples: list[TrainSample]
+    trained: bool = True
+    """False for hint plays that only feed the designer's regret (the default)."""
 
 
 @dataclass
@@ -92,6 +94,8 @@ class PlayedEnv:
     hinted: list[float] = field(default_factory=list)
     unhinted: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    step_timeout: bool = False
+    """A ``step`` timed out while the agent played it (a designer penalty upstream)."""
 
 
 @dataclass
@@ -130,8 +134,10 @@ class Scores:
     designer: list[Scored]
     """Designer items released this cycle (after the reward delay)."""
     designer_rewards: list[float]
-    """This cycle's designer rewards (released now or later)."""
+    """The rewards of the designer items released (and not masked) this cycle."""
     regrets: list[float]
+    metrics: dict[str, float] = field(default_factory=dict)
+    """The designer scoring's own metrics (scale, masked share, skill trackers)."""
 
 
 @dataclass
