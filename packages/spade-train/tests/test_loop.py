@@ -258,3 +258,73 @@ def test_resume_in_process_continues_the_cycle_counter(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.yaml"):
         resume_run(tmp_path / "nothing")
     assert not Path(tmp_path / "nothing").exists() or not any(Path(tmp_path / "nothing").iterdir())
+
+
+class _HintServer:
+    """A real OpenAI-compatible endpoint on 127.0.0.1 whose first ``fail`` calls answer 500."""
+
+    def __init__(self, fail: int):
+        import http.server
+        import threading
+
+        outer = self
+        self.calls = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                outer.calls += 1
+                if outer.calls <= fail:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                body = json.dumps(
+                    {"choices": [{"message": {"content": "HINT: reduce modulo each step"}}]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_hint_endpoint_retries_and_a_dead_endpoint_never_aborts_the_cycle(tmp_path):
+    import socket
+
+    from spade_train.steps.design import write_hints
+    from spade_train.steps.records import Design
+
+    def designs():
+        return [Design(0, i, "Math", "", Generation("", [], [], []), source="class XEnv: pass")
+                for i in range(2)]  # fmt: skip
+
+    server = _HintServer(fail=1)
+    try:
+        cfg = small("quickstart", "designer.hint_source=endpoint",
+                    f"designer.hint_endpoint={server.url}", "designer.hint_retries=3")  # fmt: skip
+        got = designs()
+        write_hints(cfg, None, 1, got)
+        assert [d.hint for d in got] == ["reduce modulo each step"] * 2
+        assert server.calls == 3  # the failed call was tried again
+    finally:
+        server.close()
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    cfg = small("quickstart", "designer.hint_source=endpoint", f"designer.hint_endpoint={dead}",
+                "designer.hint_retries=2", "designer.hint_timeout_s=2")  # fmt: skip
+    got = designs()
+    write_hints(cfg, None, 1, got)
+    assert [d.parse_error for d in got] == ["missing_hint", "missing_hint"]
+    assert all(d.hint is None for d in got)

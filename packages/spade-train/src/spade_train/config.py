@@ -170,9 +170,19 @@ class DesignerConfig(_Strict):
     group_size: int = Field(2, ge=1)
     skills: list[str] = Field(default_factory=lambda: list(se.SKILLS), min_length=1)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
-    hint_source: Literal["reply", "policy", "endpoint"] = "reply"
+    hint_source: Literal["reply", "policy", "endpoint"] = "policy"
+    """Where the privileged hint comes from: a separate pass over the code by the policy (the
+    released code's way: untrained, low temperature, retried), the designer's own reply (its
+    tokens then carry the designer's advantage), or an OpenAI-compatible endpoint."""
     hint_endpoint: str | None = None
     hint_model: str | None = None
+    hint_api_key_env: str = "OPENAI_API_KEY"
+    """The environment variable holding the hint endpoint's key (unset: no key sent)."""
+    hint_temperature: float = Field(0.3, ge=0.0)
+    hint_retries: int = Field(3, ge=1)
+    """Tries per hint (a reply with no hint, or a failed endpoint call, is tried again)."""
+    hint_timeout_s: float = Field(120.0, gt=0.0)
+    """Per endpoint call; a design whose hint never came is rejected as ``missing_hint``."""
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     max_source_chars: int = Field(12000, ge=100)

@@ -3,6 +3,7 @@ enter the pool (the fixed-procedural baseline draws its environments instead).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -106,38 +107,67 @@ def _parse(rec: Design, cfg: RunConfig) -> Design:
 
 
 def write_hints(cfg: RunConfig, backend: Any, cycle: int, designs: Sequence[Design]) -> None:
-    """The separate hint-writing pass (by the policy, or by an external endpoint)."""
-    if not designs:
-        return
+    """The separate hint pass over each design's code (by the policy or an endpoint; never
+    trained), each hint tried ``hint_retries`` times; a design left without one is
+    ``missing_hint``. A failed endpoint call never aborts the cycle."""
     d = cfg.designer
-    conversations = [dz.build_hint_messages(x.source or "", x.skill) for x in designs]
-    if d.hint_source == "policy":
-        params = d.sampling.to_params(derive_seed(cfg.seed, cycle, "hint"))
-        params = replace(params, max_new_tokens=d.hint_max_new_tokens)
-        texts = [g.text for g in backend.generate(conversations, params)]
-    else:
-        texts = endpoint_complete(d.hint_endpoint, d.hint_model, conversations)
-    for x, text in zip(designs, texts, strict=True):
-        try:
-            x.hint = dz.parse_hint_output(text)
-        except dz.DesignParseError as exc:
-            x.parse_error, x.parse_message = exc.code, exc.message
+    todo = list(designs)
+    for attempt in range(d.hint_retries):
+        if not todo:
+            return
+        conversations = [dz.build_hint_messages(x.source or "", x.skill) for x in todo]
+        if d.hint_source == "policy":
+            params = replace(
+                d.sampling.to_params(derive_seed(cfg.seed, cycle, "hint", attempt)),
+                max_new_tokens=d.hint_max_new_tokens,
+                temperature=d.hint_temperature,
+            )
+            texts: list[str | None] = [g.text for g in backend.generate(conversations, params)]
+        else:
+            texts = endpoint_complete(cfg, conversations)
+        failed = []
+        for x, text in zip(todo, texts, strict=True):
+            try:
+                x.hint = dz.parse_hint_output(text or "")
+                x.parse_error = x.parse_message = None
+            except dz.DesignParseError as exc:
+                x.parse_error, x.parse_message = "missing_hint", f"hint pass: {exc.message}"
+                failed.append(x)
+        todo = failed
+        if todo and d.hint_source == "endpoint" and attempt + 1 < d.hint_retries:
+            time.sleep(min(8.0, 0.5 * 2**attempt))  # back off before asking again
 
 
 def endpoint_complete(
-    url: str | None, model: str | None, conversations: Sequence[Sequence[Message]]
-) -> list[str]:
-    """One chat completion per conversation from an OpenAI-compatible endpoint."""
+    cfg: RunConfig, conversations: Sequence[Sequence[Message]]
+) -> list[str | None]:
+    """One chat completion per conversation from the hint endpoint; ``None`` where the call
+    failed (connection, timeout, HTTP error: retried by the caller, never raised)."""
+    import os
+
     import httpx
 
-    if not url:
+    d = cfg.designer
+    if not d.hint_endpoint:
         raise ValueError("designer.hint_source is 'endpoint' but designer.hint_endpoint is unset")
-    texts = []
-    with httpx.Client(base_url=url.rstrip("/"), timeout=120) as client:
+    key = os.environ.get(d.hint_api_key_env)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    texts: list[str | None] = []
+    with httpx.Client(
+        base_url=d.hint_endpoint.rstrip("/"), timeout=d.hint_timeout_s, headers=headers
+    ) as client:
         for messages in conversations:
-            r = client.post("/v1/chat/completions", json={"model": model, "messages": messages})
-            r.raise_for_status()
-            texts.append(r.json()["choices"][0]["message"]["content"] or "")
+            body = {
+                "model": d.hint_model,
+                "messages": list(messages),
+                "temperature": d.hint_temperature,
+            }
+            try:
+                r = client.post("/v1/chat/completions", json=body)
+                r.raise_for_status()
+                texts.append(r.json()["choices"][0]["message"]["content"] or "")
+            except (httpx.HTTPError, KeyError, IndexError, ValueError):
+                texts.append(None)
     return texts
 
 
