@@ -59,6 +59,7 @@ from .corpus import (
     write_corpus,
 )
 from .errors import (
+    AgentTimeout,
     ChecksumError,
     ContractError,
     CorpusError,
@@ -91,6 +92,7 @@ __version__ = _version("spade-envs")
 _register_example()
 
 __all__ = [
+    "AgentTimeout",
     "__version__",
     # contract
     "SKILLS", "TOOL_USE", "REWARD_BOUNDS", "RETURN_BOUNDS", "DEFAULT_MAX_TURNS", "ALLOWED_IMPORTS",

@@ -53,6 +53,7 @@ from .core import (
     episode_return,
     with_hint,
 )
+from .errors import AgentTimeout
 from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
 __all__ = [
@@ -246,6 +247,7 @@ class _Episode:
         self.terminated = self.truncated = False
         self.error: EpisodeError | None = None
         self.started = time.perf_counter()
+        self.agent_s = 0.0  # the agent's generation time charged to this episode
 
     def fail(self, boundary: str, exc: BaseException) -> None:
         self.error = EpisodeError(boundary, type(exc).__name__, str(exc)[:2000])
@@ -367,8 +369,15 @@ def run_episodes(
     concurrency: int | None = None,
     workers: int = 1,
     scoring: Scoring = "strict",
+    agent_turn_s: float | None = None,
+    agent_episode_s: float | None = None,
 ) -> list[EpisodeResult]:
     """Play many episodes in lockstep: each round, one batched agent call for all live episodes.
+
+    The agent's time is bounded here, apart from the environment's (whose own calls the
+    sandbox bounds): a batched call longer than ``agent_turn_s``, or an episode whose calls
+    add up past ``agent_episode_s``, ends the episode with an ``agent`` error
+    (:class:`~spade_envs.AgentTimeout`), never an environment error. None: unbounded.
 
     ``concurrency`` bounds the episodes in flight (and so each agent batch); a finished episode
     is closed at once and the next spec takes its place. None plays all of them together.
@@ -421,6 +430,7 @@ def run_episodes(
             if not live:
                 continue
             chats = [episodes[i].messages for i in live]
+            asked = time.perf_counter()
             try:
                 if native:
                     replies = agent(chats, tools=[episodes[i].tools for i in live])
@@ -435,9 +445,15 @@ def run_episodes(
                 live, pending = [], collections.deque()
                 break
 
-            def reply_to(pair: tuple[int, Any]) -> None:
+            took = time.perf_counter() - asked
+
+            def reply_to(pair: tuple[int, Any], took: float = took) -> None:
                 ep, reply = episodes[pair[0]], pair[1]
-                if not isinstance(reply, str):
+                ep.agent_s += took
+                over = _over_budget(took, ep.agent_s, agent_turn_s, agent_episode_s)
+                if over:
+                    ep.fail("agent", AgentTimeout(over))
+                elif not isinstance(reply, str):
                     ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
                 else:
                     ep.advance(reply, on_malformed)
@@ -454,6 +470,17 @@ def run_episodes(
         if executor is not None:
             executor.shutdown(wait=True)
     return [r for r in results if r is not None]
+
+
+def _over_budget(
+    turn_s: float, episode_s: float, turn_limit: float | None, episode_limit: float | None
+) -> str | None:
+    """Why the agent is over its time budget, or None."""
+    if turn_limit is not None and turn_s > turn_limit:
+        return f"the agent took {turn_s:.1f} s for one turn, past agent_turn_s={turn_limit:g}"
+    if episode_limit is not None and episode_s > episode_limit:
+        return f"the agent took {episode_s:.1f} s in this episode, past agent_episode_s={episode_limit:g}"
+    return None
 
 
 def run_episode(

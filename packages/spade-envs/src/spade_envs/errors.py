@@ -52,5 +52,10 @@ class SandboxUnavailableError(SpadeEnvsError, ImportError):
     """Sandboxed loading was asked for but spade-sandbox is not installed."""
 
 
+class AgentTimeout(SpadeEnvsError, TimeoutError):
+    """The agent took longer than its per-turn or per-episode budget (``run_episodes``'
+    ``agent_turn_s`` / ``agent_episode_s``): the agent's failure, never the environment's."""
+
+
 class GemUnavailableError(SpadeEnvsError, ImportError):
     """A GEM environment was asked for but ``gem-llm`` is not installed."""

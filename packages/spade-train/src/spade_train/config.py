@@ -232,6 +232,11 @@ class AgentConfig(_Strict):
     thinking: bool = False
     """The agent's replies may hold ``<think>…</think>``: stripped before the action is parsed
     and from the history (all sampled tokens are still trained once)."""
+    turn_budget_s: float | None = Field(None, gt=0.0)
+    """Longest one batched agent call may take; past it the round's episodes end as the
+    agent's failure (``agent_error``), never the environment's. None: unbounded."""
+    episode_budget_s: float | None = Field(None, gt=0.0)
+    """Total agent time per episode (its rounds' calls, summed); past it, as above."""
     answer_prefix: str = ""
     """Text every agent reply starts with, written by the runner, not the policy (e.g.
     ``\\boxed{`` for a policy too small to keep the answer format): the policy continues it,

@@ -90,6 +90,8 @@ def play(
             concurrency=a.concurrency,
             workers=a.env_workers,
             scoring=a.scoring,
+            agent_turn_s=a.turn_budget_s,
+            agent_episode_s=a.episode_budget_s,
         )
     progress.update(task, completed=max(1, len(specs)))
     played = [PlayedEnv(e) for e in envs]
