@@ -50,7 +50,12 @@ def score(
         )
         if p is not None:
             regrets.append(rw.regret(p.hinted, p.unhinted))
-        rewards.append(rw.designer_reward(outcome, cfg.reward))
+        reward = rw.designer_reward(outcome, cfg.reward)
+        if d.repaired_turn is not None:  # the trained first reply failed; a repair fixed it
+            reward = cfg.designer.pipeline.repaired_reward
+        if d.judged_invalid:
+            reward += cfg.designer.pipeline.self_judge.penalty
+        rewards.append(reward)
         skills.append(d.skill if p is not None else None)
     if cfg.reward.per_skill_centering and rewards:
         rewards = _center_valid(rewards, skills)
