@@ -252,6 +252,9 @@ class DesignerConfig(_Strict):
     hint_max_new_tokens: int = Field(128, ge=1)
     """Token budget of each reply of the separate hint pass (``hint_source: policy``)."""
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    train: bool = True
+    """``False``: the designer's completions are never trained (upstream's
+    ``--spade-no-train-on-env-trajectories``); the environments are still designed and played."""
 
 
 class ValidationConfig(_Strict):

@@ -70,6 +70,8 @@ def score(
     ]
     delayed.push(cycle, [s.to_json() for s in now])
     ready = [Scored.from_json(item) for item in delayed.pop_ready(cycle)]
+    if not cfg.designer.train:  # designer.train=false: designs are played, never trained
+        ready = []
     return Scores(agent, ready, rewards, regrets)
 
 
