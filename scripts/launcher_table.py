@@ -89,7 +89,7 @@ FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "--spade-max-turns": ("agent.max_turns", _same),
     "--spade-hint-mode": ("designer.hint_source", _hint_mode),
     "--spade-hint-max-tokens": ("designer.hint_max_new_tokens", _same),
-    "--spade-hint-temperature": (None, _same),
+    "--spade-hint-temperature": ("designer.hint_temperature", _same),
     "--spade-use-env-memory": ("designer.memory.enabled", _same),
     "--spade-env-memory-max-size": ("designer.memory.capacity", _same),
     "--spade-corpus-file": ("designer.grounding.enabled", _same),
@@ -151,7 +151,6 @@ NOTES: dict[str, str] = {
     "--spade-env-reward-variant": "learning potential is not a reward here yet (issue 18): "
     "the recipe uses solve-rate until it is",
     "--spade-hint-plays-per-game": "one key plays as many hinted as unhinted episodes",
-    "--spade-hint-temperature": "no key: the hint pass samples with the designer's settings",
     "--spade-corpus-file": "grounding on (CORPUS_FILE or the shipped sample)",
     "--spade-corpus-max-doc-tokens": "deliberate: the designer sees k=2 snippets of 400 "
     "characters, not one document cut at N words (prompt length)",

@@ -251,6 +251,8 @@ class DesignerConfig(_Strict):
     ``policy`` or ``endpoint``). Games setting only."""
     hint_max_new_tokens: int = Field(128, ge=1)
     """Token budget of each reply of the separate hint pass (``hint_source: policy``)."""
+    hint_temperature: float | None = Field(None, ge=0.0)
+    """Sampling temperature of the hint pass (``None``: the designer's; upstream: 0.3)."""
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     train: bool = True
     """``False``: the designer's completions are never trained (upstream's

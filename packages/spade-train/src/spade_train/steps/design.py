@@ -116,6 +116,8 @@ def write_hints(cfg: RunConfig, backend: Any, cycle: int, designs: Sequence[Desi
     if d.hint_source == "policy":
         params = d.sampling.to_params(derive_seed(cfg.seed, cycle, "hint"))
         params = replace(params, max_new_tokens=d.hint_max_new_tokens)
+        if d.hint_temperature is not None:
+            params = replace(params, temperature=d.hint_temperature)
         texts = [g.text for g in backend.generate(conversations, params)]
     else:
         texts = endpoint_complete(d.hint_endpoint, d.hint_model, conversations)
