@@ -24,6 +24,21 @@ EXPECTED = {
     "ablation-no-role-norm",
     "ablation-no-memory",
     "ablation-no-grounding",
+    "ablation-no-ed-training-no-memory",
+    "ablation-fixed-gpt55",
+    "ablation-two-skill",
+    "ablation-learning-potential",
+    "ablation-solve-rate",
+    *(
+        f"tinker-{m}"
+        for m in (
+            "qwen3-8b",
+            "qwen3-8b-base",
+            "qwen3-4b-instruct",
+            "qwen3-30b-instruct",
+            "gpt-oss-20b",
+        )
+    ),
 }
 
 

@@ -165,6 +165,81 @@ class MemoryConfig(_Strict):
         return v
 
 
+class ResetGateConfig(_Strict):
+    """Reject an environment whose success criteria (``_message_criteria``, callables over
+    ``_state``) raise on the state ``reset`` builds at every tested seed (run in the sandbox)."""
+
+    enabled: bool = False
+    seeds: int = Field(3, ge=1)
+    """Seeds ``0 .. seeds-1`` (upstream: 0, 1, 2)."""
+    skip_first_cycle: bool = True
+    """Upstream leaves the gate off on the first rollout, when nothing could replace a reject."""
+
+
+class LLMValidatorConfig(_Strict):
+    """An LLM reads each environment that passed the sandbox and answers ``\\boxed{yes|no}``.
+    Infrastructure errors, empty replies and replies without a verdict accept (fail open) and
+    are counted in the cycle's metrics."""
+
+    enabled: bool = False
+    judge: Literal["policy", "endpoint"] = "policy"
+    """``policy``: the policy itself through the backend (inference only); ``endpoint``: an
+    OpenAI-compatible chat-completions server."""
+    endpoint: str | None = None
+    """Base URL of the server, up to and including ``/v1`` (``{endpoint}/chat/completions``)."""
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    """The environment variable holding the endpoint's key (sent as a Bearer token when set)."""
+    prompt: Literal["auto", "cognitive", "tool-use"] = "auto"
+    """``auto``: the lenient playability check for games, the solvability audit for tool use."""
+    temperature: float = Field(0.3, ge=0.0)
+    max_new_tokens: int = Field(16384, ge=1)
+    timeout_s: float = Field(120.0, gt=0.0)
+    """Per call to the endpoint (upstream: 2 minutes)."""
+
+
+class SelfJudgeConfig(_Strict):
+    """After play, the policy judges each new environment from its code and one episode; a
+    ``\\boxed{no}`` adds ``penalty`` to the designer's reward (fails open like the validator)."""
+
+    enabled: bool = False
+    penalty: float = -0.5
+    temperature: float = Field(0.3, ge=0.0)
+    max_new_tokens: int = Field(2048, ge=1)
+    max_turns_shown: int = Field(5, ge=1)
+
+
+class PipelineConfig(_Strict):
+    """The designer pipeline after the sandbox validation (``steps/pipeline.py``): reset gate,
+    LLM validator, retries or repair turns, time budgets, self-judge."""
+
+    reset_gate: ResetGateConfig = Field(default_factory=ResetGateConfig)
+    validator: LLMValidatorConfig = Field(default_factory=LLMValidatorConfig)
+    self_judge: SelfJudgeConfig = Field(default_factory=SelfJudgeConfig)
+    max_attempts: int = Field(1, ge=1)
+    """Generations per designer slot: a failed attempt is sampled again from the same prompt
+    (upstream: 8). Only the slot's last attempt is kept and trained."""
+    repair_turns: int = Field(0, ge=0)
+    """Turns in which a failing environment's report is shown to the designer for a fix
+    (inference only: the first reply is the one trained; a repaired environment enters the
+    pool). Replaces retries, as upstream."""
+    repaired_reward: float = 0.0
+    """The designer reward of a first reply that failed but was repaired (upstream: 0)."""
+    generation_budget_s: float = Field(300.0, gt=0.0)
+    """An attempt whose generation round took longer fails as ``generation_timeout``."""
+    cycle_budget_s: float = Field(900.0, gt=0.0)
+    """No retry or repair round starts once the cycle's design step has run this long."""
+
+    @model_validator(mode="after")
+    def _one_fix(self) -> PipelineConfig:
+        if self.repair_turns and self.max_attempts > 1:
+            raise ValueError(
+                "repair_turns and max_attempts > 1 exclude each other (repair replaces "
+                "retries); set max_attempts=1 or repair_turns=0"
+            )
+        return self
+
+
 class DesignerConfig(_Strict):
     prompts_per_cycle: int = Field(2, ge=1)
     group_size: int = Field(2, ge=1)
@@ -195,6 +270,10 @@ class DesignerConfig(_Strict):
     ``policy`` or ``endpoint``). Games setting only."""
     hint_max_new_tokens: int = Field(128, ge=1)
     """Token budget of each reply of the separate hint pass (``hint_source: policy``)."""
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    train: bool = True
+    """``False``: the designer's completions are never trained (upstream's
+    ``--spade-no-train-on-env-trajectories``); the environments are still designed and played."""
 
 
 class ValidationConfig(_Strict):

@@ -33,6 +33,7 @@ from spade_train.core.pool import EnvPool
 from spade_train.rundir import RunDir, write_jsonl
 from spade_train.steps import design as s_design
 from spade_train.steps import learn as s_learn
+from spade_train.steps import pipeline as s_pipeline
 from spade_train.steps import play as s_play
 from spade_train.steps.records import Batch, Design, Episode, PlayedEnv, Scores
 from spade_train.types import TrainSample
@@ -92,6 +93,11 @@ def run_cycle(
         with _timed(times, "validate_s"):  # 2. validate, admit the valid new ones
             sandbox = res.ray_sandbox if cfg.validation.executor == "ray" else res.sandbox
             s_design.validate(cfg, designs, cycle, sandbox, res.sandbox_config, progress)
+            row.update(  # reset gate, LLM validator, retries or repairs (designer.pipeline)
+                s_pipeline.refine(
+                    cfg, res.backend, designs, cycle, sandbox, res.sandbox_config, progress, started
+                )
+            )
             new_envs = s_design.admit_designs(cfg, designs, state.pool, cycle, res.sandbox_config)
         row.update(design_metrics(designs))
         write_jsonl(
@@ -102,6 +108,12 @@ def run_cycle(
         sandbox = res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
         played, episodes = s_play.play(cfg, res.backend, envs, cycle, sandbox, res.run, progress)
     row.update(play_metrics(played, episodes))
+    judged = s_pipeline.self_judge(cfg, res.backend, designs, played, episodes, cycle)
+    if judged:  # the verdicts join the design rows
+        row.update(judged)
+        write_jsonl(
+            res.run.designs / f"{res.run.cycle_name(cycle)}.jsonl", [d.to_row() for d in designs]
+        )
     scores = s_learn.score(  # 4. score
         cfg, cycle, designs, played, episodes, state.delayed, state.reward_state
     )

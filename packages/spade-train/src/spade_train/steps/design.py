@@ -84,7 +84,8 @@ def design(
     designs = []
     for i, gen in enumerate(generations):
         p, g = divmod(i, d.group_size)
-        designs.append(_parse(Design(p, g, skills[p], prefill + gen.text, gen), cfg))
+        rec = Design(p, g, skills[p], prefill + gen.text, gen, prompt=conversations[i])
+        designs.append(parse_reply(rec, cfg))
     if d.hint_source != "reply":
         write_hints(cfg, backend, cycle, [x for x in designs if x.source is not None])
     for x in designs:
@@ -94,7 +95,8 @@ def design(
     return designs
 
 
-def _parse(rec: Design, cfg: RunConfig) -> Design:
+def parse_reply(rec: Design, cfg: RunConfig) -> Design:
+    """Set the source, class and hint of ``rec`` from its text (or its parse error)."""
     try:
         parsed = dz.parse_designer_output(rec.text, max_source_chars=cfg.designer.max_source_chars)
         rec.source, rec.class_name, rec.hint = parsed.source, parsed.class_name, parsed.hint

@@ -51,6 +51,7 @@ def score(
             rw.EnvOutcome(
                 valid=p is not None,
                 reason=d.reason,
+                first_turn_valid=d.repaired_turn is None,
                 hinted_returns=tuple(p.hinted) if p else (),
                 unhinted_returns=tuple(p.unhinted) if p else (),
                 skill=d.skill,
@@ -62,7 +63,10 @@ def score(
         if p is not None:
             regrets.append(rw.regret(p.hinted, p.unhinted))
         samples = samples_from_generations([d.generation], 0.0, "designer", {"cycle": cycle})
-        payloads.append(Scored("designer", (cycle, d.prompt_index), 0.0, samples).to_json())
+        payload = Scored("designer", (cycle, d.prompt_index), 0.0, samples).to_json()
+        payload["repaired"] = d.repaired_turn is not None  # the trained first reply failed
+        payload["penalty"] = cfg.designer.pipeline.self_judge.penalty if d.judged_invalid else 0.0
+        payloads.append(payload)
     delayed.push(cycle, outcomes, payloads)
     delayed.record_plays(cycle, {p.entry.env_id: p.unhinted for p in played})
     if cycle >= cfg.cycles:
@@ -70,14 +74,24 @@ def score(
     else:
         released = delayed.pop_ready(cycle, cfg.reward, reward_state, len(trained))
     ready = [
-        dataclasses.replace(Scored.from_json(payload), reward=float(r))
+        dataclasses.replace(Scored.from_json(payload), reward=_final(cfg, payload, r))
         for payload, r in zip(released.payloads, released.rewards, strict=True)
         if r is not None  # masked by the variant: not trained
     ]
+    if not cfg.designer.train:  # designer.train=false: designs are played, never trained
+        ready = []
     metrics = dict(released.scores.metrics) if released.scores else {}
     metrics["designer/released"] = len(released.payloads)
     metrics["designer/masked"] = sum(r is None for r in released.rewards)
     return Scores(agent, ready, [s.reward for s in ready], regrets, metrics)
+
+
+def _final(cfg: RunConfig, payload: dict[str, Any], reward: float) -> float:
+    """A released designer reward after the pipeline's adjustments: a design that needed a
+    repair turn earns ``repaired_reward`` (upstream: 0), a self-judged "no" adds its penalty."""
+    pipeline = cfg.designer.pipeline
+    value = pipeline.repaired_reward if payload.get("repaired") else float(reward)
+    return value + float(payload.get("penalty", 0.0))
 
 
 def advantage(cfg: RunConfig, items: Sequence[Scored], baselines: GameBaselines) -> Batch:

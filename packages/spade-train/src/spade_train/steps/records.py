@@ -17,7 +17,7 @@ import spade_corpus as sc
 import spade_envs as se
 
 from spade_train.core.pool import PoolEntry
-from spade_train.types import Generation, Role, TrainSample
+from spade_train.types import Generation, Message, Role, TrainSample
 
 
 @dataclass
@@ -36,15 +36,30 @@ class Design:
     parse_error: str | None = None
     parse_message: str | None = None
     report: sc.ValidationReport | None = None
+    prompt: list[Message] = field(default_factory=list)
+    """The conversation this completion answers (retries and repairs reuse it)."""
+    rejected: str | None = None
+    """A pipeline stage's reason code (``steps.pipeline.PIPELINE_REASONS``) after the sandbox
+    passed it; ``rejected_message`` says why."""
+    rejected_message: str | None = None
+    pipeline: dict[str, Any] = field(default_factory=dict)
+    """What the pipeline stages recorded: earlier attempts, repair turns, the validator's and
+    the self-judge's verdicts, whether the time budget ran out."""
+    repaired_turn: int | None = None
+    """The repair turn whose environment was kept (the trained reply is still the first)."""
+    judged_invalid: bool = False
+    """The self-judge answered no (the designer's reward takes its penalty)."""
 
     @property
     def valid(self) -> bool:
-        return self.report is not None and self.report.valid
+        return self.rejected is None and self.report is not None and self.report.valid
 
     @property
     def reason(self) -> str | None:
         if self.parse_error:
             return self.parse_error
+        if self.rejected:
+            return self.rejected
         return None if self.report is None else self.report.reason
 
     @property
@@ -70,6 +85,9 @@ class Design:
             "text": self.text,
             "report": None if self.report is None else self.report.to_dict(),
             "completion_tokens": len(self.generation.completion_ids),
+            "rejected_message": self.rejected_message,
+            "repaired_turn": self.repaired_turn,
+            "pipeline": self.pipeline,
         }
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Launch: uv run spade train --recipe spade-games-* with backend.name=tinker (extra key=value overrides are passed through).
+# Launch: uv run spade train --recipe tinker-qwen3-8b-base (extra key=value overrides are passed through).
+# Upstream: cmd/tinker/qwen3_8b_base/train_spade_tinker.sh
 # Env: MODEL_ROOT, WORKSPACE_DIR, CORPUS_FILE, WANDB_PROJECT, WANDB_ENTITY, WANDB_MODE; DRY_RUN=1 adds --dry-run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=/dev/null
 source "$here/../_common.sh"
-spade_launch spade-games-30b backend.name=tinker backend.model=Qwen/Qwen3-30B-A3B "$@"
+spade_launch tinker-qwen3-8b-base "$@"
