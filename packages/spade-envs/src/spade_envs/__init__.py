@@ -70,6 +70,11 @@ from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
 from .registry import NAMESPACE, make_corpus_env, register_corpus
 from .registry import _register_example as _register_example
+from .rlve import OFFICIAL16 as RLVE_OFFICIAL16
+from .rlve import RlveEnvironment, RlveFactory, RlveUnavailableError, rlve_env_ids
+from .rlve import parameter_for as rlve_parameter_for
+from .rlve import resolve_env_set as resolve_rlve_env_set
+from .rlve import same_problem as rlve_same_problem
 from .source import PARSE_LOCK, SandboxedFactory, find_env_class, load_env, load_env_class
 from .tools import (
     PARSE_OUTCOMES,
@@ -117,4 +122,7 @@ __all__ = [
     "GemUnavailableError",
     # GEM adapter (optional extra)
     "GemFactory", "GemEnvironment", "gem_env_ids",
+    # RLVE adapter (optional extra)
+    "RlveFactory", "RlveEnvironment", "RlveUnavailableError", "RLVE_OFFICIAL16", "rlve_env_ids",
+    "resolve_rlve_env_set", "rlve_same_problem", "rlve_parameter_for",
 ]

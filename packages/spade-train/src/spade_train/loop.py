@@ -2,8 +2,10 @@
 
 :class:`SelfPlay` runs the six steps of DESIGN.md against any :class:`PolicyBackend`. The
 baselines reuse it: ``mode: fixed-static`` skips design and trains the agent on the static
-corpus; ``mode: fixed-procedural`` replaces the designer by procedural generators whose
-difficulty follows the agent's win rate.
+corpus; ``mode: fixed-procedural`` replaces the designer by hand-written procedural generators
+whose difficulty follows the agent's win rate (a dependency-free CPU smoke baseline);
+``mode: fixed-rlve`` plays RLVE's environments with RLVE's sliding-window difficulty
+(:mod:`spade_train.core.rlve_source`).
 
 Everything a cycle produces is written to the run directory (see :mod:`spade_train.rundir`);
 after each cycle a checkpoint (policy, optimizer, RNG states, pool, memory, counters) is
@@ -134,6 +136,10 @@ class SelfPlay:
             self.curriculum = ProceduralCurriculum(
                 cfg.fixed.generators, target=tuple(cfg.fixed.target_win_rate), seed=cfg.seed
             )
+        elif cfg.mode == "fixed-rlve":
+            from spade_train.core.rlve_source import RlveSource
+
+            self.curriculum = RlveSource(cfg.rlve, seed=cfg.seed, max_turns=cfg.agent.max_turns)
         self.grounding = None
         if cfg.mode == "spade" and cfg.designer.grounding.enabled:
             self.grounding = sc.GroundingSampler(
@@ -325,12 +331,15 @@ class SelfPlay:
         elif cfg.mode == "fixed-procedural":
             new_envs = self.procedural_envs(cycle)
             times["design_s"] = time.perf_counter() - t
+        elif cfg.mode == "fixed-rlve":
+            new_envs = self.curriculum.propose(cycle, cfg.agent.envs_per_cycle)
+            times["design_s"] = time.perf_counter() - t
 
         # 3. play ---------------------------------------------------------------------------
         t = time.perf_counter()
         to_play = list(new_envs)
         room = max(0, cfg.agent.envs_per_cycle - len(to_play))
-        if room and cfg.mode != "fixed-procedural":
+        if room and cfg.mode not in ("fixed-procedural", "fixed-rlve"):
             taken = {e.env_id for e in to_play}
             drawn = self.pool.sample(room + len(taken), self.rng)
             to_play += [e for e in drawn if e.env_id not in taken][:room]
@@ -448,7 +457,7 @@ class SelfPlay:
             else:
                 self.memory.add(entry)
             if self.curriculum is not None:
-                self.curriculum.update(p.entry.origin, win)
+                self.curriculum.observe(p.entry, p.unhinted)
         retired = self.pool.retire_saturated()
         row.update(
             {
@@ -459,6 +468,8 @@ class SelfPlay:
                 "memory/size": len(self.memory),
             }
         )
+        if cfg.mode == "fixed-rlve":
+            row.update(self.curriculum.metrics())
         row.update({f"time/{k}": round(v, 3) for k, v in times.items()})
         row["time/cycle_s"] = round(time.perf_counter() - started, 3)
         return row
@@ -634,13 +645,17 @@ class SelfPlay:
         cfg = self.cfg.agent
         specs, owners = [], []
         pool = self.ray_sandbox if cfg.executor == "ray" else self.sandbox
+        rlve = self.cfg.mode == "fixed-rlve"  # trusted package code, no hint: unhinted only
         for k, entry in enumerate(envs):
-            factory = se.SandboxedFactory(
-                entry.source, entry.class_name, pool=pool, origin=entry.env_id
-            )
+            if rlve:
+                factory = self.curriculum.factory(entry)
+            else:
+                factory = se.SandboxedFactory(
+                    entry.source, entry.class_name, pool=pool, origin=entry.env_id
+                )
             for j in range(cfg.episodes_per_env):
                 seed = _seed(self.cfg.seed, cycle, "episode", k, j)
-                for hinted in (False, True):
+                for hinted in (False,) if rlve else (False, True):
                     specs.append(
                         se.EpisodeSpec(
                             factory,
