@@ -61,17 +61,21 @@ from .errors import (
     ChecksumError,
     ContractError,
     CorpusError,
+    FetchError,
     GemUnavailableError,
+    HubUnavailableError,
+    RlveUnavailableError,
     SandboxUnavailableError,
     SourceError,
     SpadeEnvsError,
 )
+from .fetch import FetchResult, fetch_corpus, verify_release
 from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
 from .registry import NAMESPACE, make_corpus_env, register_corpus
 from .registry import _register_example as _register_example
 from .rlve import OFFICIAL16 as RLVE_OFFICIAL16
-from .rlve import RlveEnvironment, RlveFactory, RlveUnavailableError, rlve_env_ids
+from .rlve import RlveEnvironment, RlveFactory, rlve_env_ids
 from .rlve import parameter_for as rlve_parameter_for
 from .rlve import resolve_env_set as resolve_rlve_env_set
 from .rlve import same_problem as rlve_same_problem
@@ -119,7 +123,9 @@ __all__ = [
     "sha256_text", "RECORD_SCHEMA",
     # errors
     "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
-    "GemUnavailableError",
+    "GemUnavailableError", "RlveUnavailableError", "HubUnavailableError", "FetchError",
+    # released corpora (optional extra fetch)
+    "fetch_corpus", "verify_release", "FetchResult",
     # GEM adapter (optional extra)
     "GemFactory", "GemEnvironment", "gem_env_ids",
     # RLVE adapter (optional extra)

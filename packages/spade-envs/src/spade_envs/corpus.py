@@ -262,10 +262,24 @@ def _parse_checksums(path: Path) -> dict[str, str]:
     return entries
 
 
+def _released_row(row: Any) -> Any:
+    """A manifest row in the field names of the released GPT-5.5 pools (``game_id``,
+    ``file_name`` under ``games/``, no hint) mapped onto :class:`EnvRecord`'s; others as they are."""
+    if not isinstance(row, dict) or "id" in row or "game_id" not in row:
+        return row
+    out = {k: v for k, v in row.items() if k not in ("game_id", "file_name", "code")}
+    out["id"] = row["game_id"]
+    name = row.get("file_name")
+    if isinstance(name, str) and "file" not in row:
+        out["file"] = name if "/" in name else f"games/{name}"
+    out.setdefault("hint", "")
+    return out
+
+
 def _check_unique(rows: list[dict[str, Any]], label: str) -> list[EnvRecord]:
     records, seen = [], {}
     for number, row in enumerate(rows, 1):
-        rec = EnvRecord.from_dict(row, f"{label} line {number}")
+        rec = EnvRecord.from_dict(_released_row(row), f"{label} line {number}")
         if rec.id in seen:
             raise CorpusError(f"{label} line {number}: duplicate id {rec.id!r} (first on line {seen[rec.id]})")
         seen[rec.id] = number
@@ -314,6 +328,8 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
     vfile = path / "validation_manifest.jsonl"
     if vfile.is_file():
         for number, row in enumerate(_read_jsonl(vfile, "validation_manifest.jsonl"), 1):
+            if isinstance(row, dict) and "id" not in row and "game_id" in row:
+                row = {**row, "id": row["game_id"]}  # the released pools' field name
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 raise CorpusError(f"validation_manifest.jsonl line {number}: missing 'id'")
             validation[row["id"]] = row

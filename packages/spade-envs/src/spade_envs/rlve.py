@@ -46,7 +46,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from .core import DEFAULT_MAX_TURNS, StepResult
-from .errors import SourceError, SpadeEnvsError
+from .errors import RlveUnavailableError, SourceError
 
 __all__ = [
     "OFFICIAL16",
@@ -71,10 +71,6 @@ OFFICIAL16: tuple[str, ...] = (
 
 ANSWER_FORMAT = "Give your final answer inside \\boxed{...}."
 _GENERATE_LOCK = threading.Lock()
-
-
-class RlveUnavailableError(SpadeEnvsError, ImportError):
-    """``rlve-gym`` is not installed."""
 
 
 def _registries() -> tuple[dict[str, Any], dict[str, Any]]:
