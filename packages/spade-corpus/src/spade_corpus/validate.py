@@ -281,8 +281,12 @@ def validate_source(
     env_id: str | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES,
+    mode: str = "strict",
 ) -> ValidationReport:
     """Validate one environment's ``source`` with its privileged ``hint``; never raises for it.
+
+    ``mode="compat"``: judge code written for the released SPADE code as it was judged there
+    (:mod:`spade_corpus.compat_validation`; ``hint`` and ``skill`` are not checked).
 
     ``skill``: the skill it was made for (checked against a literal ``skill`` class attribute).
     ``pool``: a warm ``SandboxPool`` to run in (its config is used); otherwise each environment
@@ -297,6 +301,14 @@ def validate_source(
     seeds = tuple(seeds)
     if not seeds:
         raise ValueError("validate_source needs at least one seed")
+    if mode == "compat":  # the released code's rules, kept apart from the strict pipeline
+        from .compat_validation import validate_compat
+
+        return validate_compat(
+            source, max_turns=max_turns, config=config, pool=pool, env_id=env_id, seeds=seeds
+        )
+    if mode != "strict":
+        raise ValueError(f"mode must be 'strict' or 'compat', not {mode!r}")
     config = pool.config if pool is not None else config or ss.SandboxConfig.from_env()
     start = time.perf_counter()
 

@@ -32,6 +32,19 @@ from .checker import (
     play_actions,
     solution_actions,
 )
+from .compat import (
+    COMPAT_IMPORTS,
+    COMPAT_NAMES,
+    COMPAT_REWARD_BOUNDS,
+    MODES,
+    CompatEnvironment,
+    CompatFactory,
+    CompatReport,
+    check_env_compat,
+    compat_sandbox_config,
+    compat_solution,
+    compat_source,
+)
 from .core import (
     ALLOWED_IMPORTS,
     DEFAULT_MAX_TURNS,
@@ -124,6 +137,10 @@ __all__ = [
     # errors
     "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
     "GemUnavailableError", "RlveUnavailableError", "HubUnavailableError", "FetchError",
+    # compat mode (games written for the released code)
+    "MODES", "COMPAT_IMPORTS", "COMPAT_NAMES", "COMPAT_REWARD_BOUNDS", "CompatEnvironment",
+    "CompatFactory", "CompatReport", "check_env_compat", "compat_sandbox_config", "compat_solution",
+    "compat_source",
     # released corpora (optional extra fetch)
     "fetch_corpus", "verify_release", "FetchResult",
     # GEM adapter (optional extra)

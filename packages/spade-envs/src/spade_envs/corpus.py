@@ -164,6 +164,9 @@ class Corpus:
     sources: Mapping[str, str]
     validation: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     summary: dict[str, Any] | None = None
+    mode: str = "strict"
+    """How :meth:`factory` runs the sources: ``compat`` for a released corpus (its manifest
+    uses the released field names), ``strict`` otherwise; see :mod:`spade_envs.compat`."""
 
     def __len__(self) -> int:
         return len(self.records)
@@ -189,12 +192,13 @@ class Corpus:
     def split(self, name: str) -> list[EnvRecord]:
         return [r for r in self.records if r.split == name]
 
-    def factory(self, env_id: str, *, sandbox: bool = False, sandbox_config: Any = None, sandbox_pool: Any = None) -> EnvFactory:
-        """A factory for one environment (in-process, or in spade-sandbox with ``sandbox=True``)."""
+    def factory(self, env_id: str, *, sandbox: bool = False, sandbox_config: Any = None, sandbox_pool: Any = None, mode: str | None = None) -> EnvFactory:
+        """A factory for one environment (in-process, or in spade-sandbox with ``sandbox=True``),
+        run in ``mode`` (default: the corpus's own :attr:`mode`)."""
         rec = self.record(env_id)
         return load_env(
             self.sources[rec.id], rec.class_name, sandbox=sandbox, sandbox_config=sandbox_config,
-            sandbox_pool=sandbox_pool, origin=f"{self.path}:{rec.file or rec.id}",
+            sandbox_pool=sandbox_pool, origin=f"{self.path}:{rec.file or rec.id}", mode=mode or self.mode,
         )
 
     def make(self, env_id: str, *, hint: bool = False, max_turns: int | None = None, sandbox: bool = False, **kwargs: Any):
@@ -291,7 +295,9 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
     manifest = path / "manifest.jsonl"
     if not manifest.is_file():
         raise CorpusError(f"{path}: no manifest.jsonl; is this a SPADE corpus directory?")
-    records = _check_unique(_read_jsonl(manifest, "manifest.jsonl"), "manifest.jsonl")
+    rows = _read_jsonl(manifest, "manifest.jsonl")
+    released = any(isinstance(r, dict) and "id" not in r and "game_id" in r for r in rows)
+    records = _check_unique(rows, "manifest.jsonl")
     checksums_file = path / "checksums.sha256"
     checksums = _parse_checksums(checksums_file) if checksums_file.is_file() else None
     if verify and checksums is None:
@@ -340,7 +346,7 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
             summary = json.loads(sfile.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise CorpusError(f"validation_summary.json: invalid JSON ({exc.msg})") from None
-    return Corpus(path, tuple(records), sources, validation, summary)
+    return Corpus(path, tuple(records), sources, validation, summary, "compat" if released else "strict")
 
 
 def _load_packed(path: Path, rows: list[dict[str, Any]], verify: bool) -> Corpus:
