@@ -53,7 +53,12 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
             ("grounding / memory", f"{d.grounding.enabled} / {d.memory.enabled}"),
         ]
     elif cfg.mode == "fixed-static":
-        rows.append(("static corpus", f"{cfg.fixed.corpus} (split {cfg.fixed.split})"))
+        corpus = cfg.fixed.corpus
+        if corpus != "example" and ("${" in corpus or not Path(corpus).exists()):
+            from spade_train.loop import corpus_missing
+
+            corpus = f"MISSING: {corpus_missing(corpus)}"
+        rows.append(("static corpus", f"{corpus} (split {cfg.fixed.split})"))
     elif cfg.mode == "fixed-rlve":
         rows += _rlve_plan(cfg)
     else:

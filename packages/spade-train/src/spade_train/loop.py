@@ -112,6 +112,8 @@ class SelfPlay:
         log: Callable[[str], None] | None = None,
     ):
         self.cfg = cfg
+        if cfg.mode == "fixed-static":
+            self._corpus_path()  # a missing corpus is one line, before anything is created
         self.run = RunDir(run_dir).create()
         self.show_progress = cfg.logging.progress if progress is None else progress
         self.log = log or (lambda _msg: None)
@@ -151,6 +153,8 @@ class SelfPlay:
             )
         limits = ss.Limits(call_wall_s=cfg.validation.timeout_s)
         self.sandbox_config = ss.SandboxConfig(backend=cfg.validation.sandbox, limits=limits)
+        if cfg.mode == "fixed-static":  # no designer output here: a released corpus may use numpy
+            self.sandbox_config = se.compat_sandbox_config(self.sandbox_config)
         self.sandbox = None
         self.ray_sandbox: Any = None
         self.writers: list[Any] = []
@@ -201,6 +205,7 @@ class SelfPlay:
         """Put the static corpus's environments (split ``fixed.split``) into the pool."""
         path = self._corpus_path()
         corpus = se.load_corpus(path)
+        compat = corpus.mode == "compat"  # written for the released code: run as it ran them
         added = 0
         for rec in corpus.records:
             if rec.split != self.cfg.fixed.split:
@@ -208,7 +213,7 @@ class SelfPlay:
             tools = rec.extra.get("tools") if self.cfg.setting == "tool-use" else None
             entry = PoolEntry(
                 env_id=rec.id,
-                source=corpus.source(rec.id),
+                source=se.compat_source(corpus.source(rec.id)) if compat else corpus.source(rec.id),
                 class_name=rec.class_name,
                 hint=rec.hint,
                 # tool-use environments are grouped by domain (their skill is "ToolUse")
@@ -227,6 +232,8 @@ class SelfPlay:
             if self.cfg.setting == "tool-use":
                 return Path(se.tool_use_corpus_path())
             return Path(se.example_corpus_path())
+        if "${" in name or not Path(name).exists():
+            raise FileNotFoundError(corpus_missing(name))
         return Path(name)
 
     # -- the cycle --------------------------------------------------------------------------
@@ -848,6 +855,16 @@ def _summary_line(row: dict[str, Any]) -> str:
         f"nohint {f(row.get('play/return_nohint'))}  regret {f(row.get('reward/regret_mean'))}  "
         f"loss {f(row.get('train/loss'))}  pool {row.get('pool/size')}  "
         f"{f(row.get('time/cycle_s'))} s"
+    )
+
+
+def corpus_missing(name: str) -> str:
+    """The one line said when ``fixed.corpus`` names no corpus (``$CORPUS_DIR`` unset)."""
+    what = "CORPUS_DIR is not set" if "${" in name else f"{name} does not exist"
+    return (
+        f"fixed.corpus: {what}; download the released corpus with "
+        "`uv run spade-envs fetch --out DIR` and set CORPUS_DIR=DIR "
+        "(or fixed.corpus=example for the 60-game example corpus)"
     )
 
 
