@@ -6,6 +6,7 @@ The controller cases restate the released controller's rule (spade/core/difficul
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 
@@ -84,7 +85,9 @@ def test_the_launchers_parameters_on_a_long_stream():
     assert restored.windows == ctrl.windows
 
 
-pytest.importorskip("Gym.environments", reason="rlve-gym is not installed (spade-train[rlve])")
+needs_rlve = pytest.mark.skipif(
+    importlib.util.find_spec("Gym") is None, reason="rlve-gym is not installed (spade-train[rlve])"
+)
 
 
 def rlve_cfg(*extra):
@@ -108,6 +111,7 @@ def rlve_cfg(*extra):
     )
 
 
+@needs_rlve
 def test_source_proposes_same_problem_groups_and_resumes_its_state():
     cfg = rlve_cfg()
     src = RlveSource(cfg.rlve, seed=0, max_turns=4)
@@ -128,6 +132,7 @@ def test_source_proposes_same_problem_groups_and_resumes_its_state():
         RlveSource(rlve_cfg("rlve.envs=[Nope]").rlve, seed=0, max_turns=1)
 
 
+@needs_rlve
 def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     cfg = rlve_cfg("cycles=2")
     rows = start_run(cfg, tmp_path / "run", progress=False).train()
