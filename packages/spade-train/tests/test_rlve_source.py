@@ -153,3 +153,21 @@ def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
         loop.cycle == 2
         and loop.curriculum.controller.state_dict() == state["curriculum"]["windows"]
     )
+
+
+def test_the_rlve_section_is_strict():
+    cfg = load_recipe("fixed-rlve-4b")
+    assert cfg.mode == "fixed-rlve" and cfg.rlve.envs == "official16"
+    assert (cfg.rlve.tau_acc, cfg.rlve.tau_num, cfg.rlve.d_delta) == (0.9, 128, 4)
+    assert (cfg.agent.envs_per_cycle, cfg.agent.episodes_per_env) == (16, 16)
+    for size in ("8b", "30b"):
+        assert load_recipe(f"fixed-rlve-{size}").rlve == cfg.rlve
+    for override, message in [
+        ("rlve.tau_numm=3", "did you mean tau_num"),
+        ("rlve.envs=official17", "use official16, all or a list"),
+        ("rlve.envs=[]", "the list is empty"),
+        ("rlve.tau_acc=1.5", "rlve.tau_acc"),
+        ("rlve.reward=partial", "rlve.reward"),
+    ]:
+        with pytest.raises(RecipeError, match=message):
+            load_recipe("fixed-rlve-4b", [override])

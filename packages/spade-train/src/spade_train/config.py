@@ -203,7 +203,7 @@ class RlveConfig(_Strict):
     """``mode: fixed-rlve``: RLVE's environments (``pip install 'spade-train[rlve]'``) with the
     sliding-window difficulty of the released launchers (see ``spade_train.core.rlve_source``)."""
 
-    envs: Literal["official16", "all"] | list[str] = "official16"
+    envs: str | list[str] = "official16"
     """``official16``, ``all`` (every RLVE identifier) or a list of identifiers."""
     tau_acc: float = Field(0.9, ge=0.0, le=1.0)
     tau_num: int = Field(128, ge=1)
@@ -216,6 +216,15 @@ class RlveConfig(_Strict):
     reward: Literal["accuracy", "score"] = "accuracy"
     """``accuracy``: 1 when RLVE's verifier passes the answer, else 0 (upstream); ``score``:
     RLVE's own score in [-1, 1]."""
+
+    @field_validator("envs")
+    @classmethod
+    def _envs(cls, v: str | list[str]) -> str | list[str]:
+        if isinstance(v, str) and v not in ("official16", "all"):
+            raise ValueError(f"{v!r} is not an environment set; use official16, all or a list")
+        if isinstance(v, list) and not v:
+            raise ValueError("the list is empty; name at least one RLVE identifier")
+        return v
 
 
 class LoggingConfig(_Strict):
