@@ -43,3 +43,15 @@ def test_compat_failures_keep_strict_reason_codes():
     assert report.reason == "syntax_error"
     with pytest.raises(ValueError, match="mode must be"):
         validate_source("x = 1", "", mode="lenient")
+
+
+def test_a_released_corpus_validates_in_compat_mode_by_default(corpus):
+    from spade_corpus.validate import validate_corpus
+
+    reports, summary = validate_corpus(corpus, workers=2, seeds=(0, 1))
+    assert summary["valid"] == 4 and summary["invalid"] == 0
+    assert [r.checks["playable"] for r in reports] == [True, True, True, False]
+    # strict mode also wants the privileged hint, which the released manifest does not carry
+    reports, summary = validate_corpus(corpus, workers=2, seeds=(0, 1), mode="strict")
+    assert summary["valid"] == 0
+    assert summary["by_reason"] == {"forbidden_import": 1, "hint_empty": 3}
