@@ -134,3 +134,14 @@ def test_numpy_stays_behind_the_import_policy():
     with pytest.raises(ss.SandboxError) as info:
         ss.open_env(source, config=config)
     assert info.value.reason.value == "forbidden_import"
+
+
+def test_designed_max_turns_is_read_without_running_the_code(corpus):
+    from spade_envs.compat import designed_max_turns
+
+    got = {i: designed_max_turns(corpus.sources[i]) for i in corpus.ids()}
+    assert got == {"game_000000": 10, "game_000001": 10, "game_000002": 12, "game_000003": 5}
+    assert designed_max_turns("class AEnv:\n    def __init__(self, *, max_turns=7): pass\n") == 7
+    assert designed_max_turns("class AEnv:\n    def __init__(self, max_turns): pass\n") is None
+    assert designed_max_turns("class A:\n    def __init__(self, max_turns=3): pass\n") is None
+    assert designed_max_turns("def (") is None

@@ -36,6 +36,7 @@ def test_one_cycle_on_a_released_corpus_plays_its_games_in_compat_mode(tmp_path)
     rows = start_run(cfg, tmp_path / "run", progress=False).train()
     row = rows[0]
     assert row["play/envs"] == 4 and row["play/errors"] == 0  # numpy and deque games included
+    assert row["play/episodes"] == 4 and row["play/return_hint"] is None  # no hint: no repeats
     assert row["pool/size"] == 4 and row["train/samples"] > 0
     transcripts = list((tmp_path / "run/transcripts/cycle_0001").glob("*.json"))
     texts = [json.loads(t.read_text())["messages"][1]["content"] for t in transcripts]
@@ -55,3 +56,13 @@ def test_a_missing_corpus_is_one_line_naming_the_fetch_command(tmp_path, corpus)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "spade-envs fetch --out DIR" in proc.stderr and "CORPUS_DIR" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_released_games_keep_their_designed_turn_limit_within_the_budget(tmp_path):
+    cfg = load_recipe(
+        "quickstart", ["mode=fixed-static", f"fixed.corpus={RELEASE}", "agent.max_turns=8"]
+    )
+    loop = start_run(cfg, tmp_path / "run", progress=False)
+    assert loop.seed_pool_from_corpus() == 4
+    turns = {e.env_id: e.max_turns for e in loop.pool.sample(4, loop.rng)}
+    assert turns == {"game_000000": 8, "game_000001": 8, "game_000002": 8, "game_000003": 5}

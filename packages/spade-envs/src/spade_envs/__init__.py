@@ -44,6 +44,7 @@ from .compat import (
     compat_sandbox_config,
     compat_solution,
     compat_source,
+    designed_max_turns,
 )
 from .core import (
     ALLOWED_IMPORTS,
@@ -140,7 +141,7 @@ __all__ = [
     # compat mode (games written for the released code)
     "MODES", "COMPAT_IMPORTS", "COMPAT_NAMES", "COMPAT_REWARD_BOUNDS", "CompatEnvironment",
     "CompatFactory", "CompatReport", "check_env_compat", "compat_sandbox_config", "compat_solution",
-    "compat_source",
+    "compat_source", "designed_max_turns",
     # released corpora (optional extra fetch)
     "fetch_corpus", "verify_release", "FetchResult",
     # GEM adapter (optional extra)

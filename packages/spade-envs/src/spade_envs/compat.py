@@ -30,6 +30,7 @@ corpus, see :class:`~spade_envs.corpus.Corpus`) accepts what the released code a
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import os
@@ -54,6 +55,7 @@ __all__ = [
     "compat_sandbox_config",
     "compat_solution",
     "compat_source",
+    "designed_max_turns",
 ]
 
 MODES = ("strict", "compat")
@@ -90,6 +92,31 @@ def compat_source(source: str) -> str:
     futures = _FUTURE.findall(source)
     body = _FUTURE.sub("", source) if futures else source
     return "".join(f"{f}; " for f in futures) + _PRELUDE + "\n" + body
+
+
+def designed_max_turns(source: str) -> int | None:
+    """The default of ``max_turns`` in the ``*Env`` class's ``__init__``, read without running
+    the code: the released code played a game with its own designed limit, capped by the
+    agent's budget (``respect_game_max_turns``). ``None`` when there is no literal default."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for cls in tree.body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name.endswith("Env")):
+            continue
+        for fn in cls.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+                args = fn.args.args[len(fn.args.args) - len(fn.args.defaults) :]
+                pairs = [
+                    *zip(args, fn.args.defaults, strict=True),
+                    *zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True),
+                ]
+                for arg, default in pairs:
+                    value = getattr(default, "value", None)
+                    if arg.arg == "max_turns" and type(value) is int and value > 0:
+                        return value
+    return None
 
 
 def compat_sandbox_config(config: Any = None) -> Any:

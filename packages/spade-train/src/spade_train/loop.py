@@ -218,7 +218,12 @@ class SelfPlay:
                 hint=rec.hint,
                 # tool-use environments are grouped by domain (their skill is "ToolUse")
                 skill=str(rec.extra.get("domain") or rec.skill) if tools else rec.skill,
-                max_turns=min(rec.max_turns, self.cfg.agent.max_turns),
+                # released games keep their own designed turn limit, within the agent's budget
+                max_turns=min(
+                    (se.designed_max_turns(corpus.source(rec.id)) if compat else None)
+                    or rec.max_turns,
+                    self.cfg.agent.max_turns,
+                ),
                 cycle_added=0,
                 origin=rec.origin,
                 tools=tools,
@@ -652,7 +657,7 @@ class SelfPlay:
         cfg = self.cfg.agent
         specs, owners = [], []
         pool = self.ray_sandbox if cfg.executor == "ray" else self.sandbox
-        rlve = self.cfg.mode == "fixed-rlve"  # trusted package code, no hint: unhinted only
+        rlve = self.cfg.mode == "fixed-rlve"  # trusted package code, run in this process
         for k, entry in enumerate(envs):
             if rlve:
                 factory = self.curriculum.factory(entry)
@@ -662,7 +667,8 @@ class SelfPlay:
                 )
             for j in range(cfg.episodes_per_env):
                 seed = _seed(self.cfg.seed, cycle, "episode", k, j)
-                for hinted in (False,) if rlve else (False, True):
+                # no hint (RLVE, released corpora): a hinted episode would be a plain repeat
+                for hinted in (False, True) if entry.hint else (False,):
                     specs.append(
                         se.EpisodeSpec(
                             factory,
