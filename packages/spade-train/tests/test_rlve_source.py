@@ -171,3 +171,19 @@ def test_the_rlve_section_is_strict():
     ]:
         with pytest.raises(RecipeError, match=message):
             load_recipe("fixed-rlve-4b", [override])
+
+
+@needs_rlve
+def test_an_environment_whose_generator_keeps_failing_is_skipped(monkeypatch):
+    import spade_envs as se
+
+    def failing(name, difficulty, rng, tries=10):
+        if name == "Sorting":
+            raise se.SourceError("RLVE generator failed 10 times for Sorting at difficulty 0")
+        return {"x": 1}, 5
+
+    monkeypatch.setattr(se, "rlve_same_problem", failing)
+    src = RlveSource(rlve_cfg("rlve.envs=[Sorting,Division]").rlve, seed=0, max_turns=1)
+    entries = src.propose(1, 4)
+    assert [e.origin for e in entries] == ["Division"]
+    assert src.metrics()["rlve/create_failed"] == 1.0

@@ -106,17 +106,25 @@ class RlveSource:
         self.controller = SlidingWindow(cfg.tau_acc, cfg.tau_num, cfg.d_delta, cfg.max_difficulty)
         self.rng = random.Random(seed)
         self._planned: dict[str, _Planned] = {}
+        self.create_failed = 0
+        """Environments skipped in the last proposal: RLVE's generator failed ten times (upstream
+        skips them too)."""
 
     def propose(self, cycle: int, n: int) -> list[PoolEntry]:
         """This cycle's environments as pool entries (played, never admitted to the pool)."""
         names = list(self.names) if len(self.names) <= n else self.rng.sample(self.names, n)
         self._planned = {}
+        self.create_failed = 0
         entries = []
         for i, name in enumerate(names):
             d = self.controller.sample(name, self.rng)
             parameter, problem_seed = None, None
             if self.cfg.same_problem:
-                parameter, problem_seed = se.rlve_same_problem(name, d, self.rng)
+                try:
+                    parameter, problem_seed = se.rlve_same_problem(name, d, self.rng)
+                except se.SourceError:
+                    self.create_failed += 1
+                    continue
             env_id = f"c{cycle:04d}_rlve{i}_{name}_d{d}"
             self._planned[env_id] = _Planned(name, d, parameter, problem_seed)
             entries.append(
@@ -154,7 +162,7 @@ class RlveSource:
                 self.controller.update(p.name, p.difficulty, r)
 
     def metrics(self) -> dict[str, float]:
-        return self.controller.metrics()
+        return {**self.controller.metrics(), "rlve/create_failed": float(self.create_failed)}
 
     def state_dict(self) -> dict[str, Any]:
         version, internal, gauss = self.rng.getstate()
