@@ -132,6 +132,7 @@ def test_source_proposes_same_problem_groups_and_resumes_its_state():
         RlveSource(rlve_cfg("rlve.envs=[Nope]").rlve, seed=0, max_turns=1)
 
 
+@pytest.mark.slow  # 7-13 s on two shared cores
 @needs_rlve
 def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     cfg = rlve_cfg("cycles=2")
