@@ -136,7 +136,9 @@ def test_source_proposes_same_problem_groups_and_resumes_its_state():
 @needs_rlve
 def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     cfg = rlve_cfg("cycles=2")
-    rows = start_run(cfg, tmp_path / "run", progress=False).train()
+    loop = start_run(cfg, tmp_path / "run", progress=False)
+    rows = loop.train()
+    assert loop.sandbox is None  # RLVE is package code: no sandbox workers were started
     assert [r["cycle"] for r in rows] == [1, 2]
     for row in rows:
         assert row["play/envs"] == 2 and row["play/episodes"] == 4  # unhinted only
@@ -154,6 +156,9 @@ def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
         loop.cycle == 2
         and loop.curriculum.controller.state_dict() == state["curriculum"]["windows"]
     )
+    # restore opened the run's resources: the policy, but no sandbox workers (RLVE runs here)
+    assert loop.backend is not None and loop.sandbox is None
+    loop.close()
 
 
 def test_the_rlve_section_is_strict():

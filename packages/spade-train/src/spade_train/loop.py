@@ -171,7 +171,7 @@ class SelfPlay:
             self.backend = make_backend(
                 self.cfg.backend.name, **self.cfg.backend.backend_kwargs(self.cfg.seed)
             )
-        if self.sandbox is None:
+        if self.sandbox is None and self.cfg.mode != "fixed-rlve":  # RLVE runs in this process
             self.sandbox = ss.SandboxPool(self.sandbox_config, size=self.cfg.validation.workers)
         on_ray = "ray" in (self.cfg.validation.executor, self.cfg.agent.executor)
         if on_ray and self.ray_sandbox is None:
