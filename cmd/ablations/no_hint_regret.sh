@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Launch: uv run spade train --recipe ablation-no-hint-regret (extra key=value overrides are passed through).
 # Upstream: none (this project's ablation)
-# Env: MODEL_ROOT, WORKSPACE_DIR, CORPUS_FILE, FIXED_CORPUS, WANDB_PROJECT, WANDB_ENTITY, WANDB_MODE; DRY_RUN=1 adds --dry-run.
+# Env: MODEL_ROOT, WORKSPACE_DIR, CORPUS_FILE, CORPUS_DIR, WANDB_PROJECT, WANDB_ENTITY, WANDB_MODE; DRY_RUN=1 adds --dry-run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=/dev/null

@@ -6,8 +6,6 @@ spade_launch() {
   local args=(train --recipe "$recipe")
   if [[ -n "${WORKSPACE_DIR:-}" ]]; then args+=("run_dir=${WORKSPACE_DIR}/${recipe}"); fi
   if [[ -n "${CORPUS_FILE:-}" ]]; then args+=("designer.grounding.corpus_file=${CORPUS_FILE}"); fi
-  # the fixed-environment baselines read their corpus (e.g. the GPT-5.5 curated pool) from here
-  if [[ -n "${FIXED_CORPUS:-}" ]]; then args+=("fixed.corpus=${FIXED_CORPUS}"); fi
   # wandb reads WANDB_PROJECT / WANDB_ENTITY / WANDB_MODE itself; a project turns logging on.
   if [[ -n "${WANDB_PROJECT:-}" ]]; then args+=("logging.wandb=true"); fi
   args+=("$@")

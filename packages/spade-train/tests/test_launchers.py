@@ -39,7 +39,12 @@ def _recipe_of(script: Path) -> str:
 def test_launcher_matrix_is_complete() -> None:
     names = {str(p.relative_to(ROOT / "cmd")) for p in LAUNCHERS}
     for size in ("4b", "8b", "30b"):
-        for stem in ("train_spade", "train_fixed_static", "train_fixed_procedural"):
+        for stem in (
+            "train_spade",
+            "train_fixed_static",
+            "train_fixed_procedural",
+            "train_fixed_rlve",
+        ):
             assert f"games/{stem}_{size}.sh" in names
         assert f"tool_use/train_spade_{size}.sh" in names
     for ablation in ("no_hint_regret", "no_role_norm"):  # this project's own

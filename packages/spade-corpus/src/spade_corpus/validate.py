@@ -281,8 +281,12 @@ def validate_source(
     env_id: str | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES,
+    mode: str = "strict",
 ) -> ValidationReport:
     """Validate one environment's ``source`` with its privileged ``hint``; never raises for it.
+
+    ``mode="compat"``: judge code written for the released SPADE code as it was judged there
+    (:mod:`spade_corpus.compat_validation`; ``hint`` and ``skill`` are not checked).
 
     ``skill``: the skill it was made for (checked against a literal ``skill`` class attribute).
     ``pool``: a warm ``SandboxPool`` to run in (its config is used); otherwise each environment
@@ -297,6 +301,14 @@ def validate_source(
     seeds = tuple(seeds)
     if not seeds:
         raise ValueError("validate_source needs at least one seed")
+    if mode == "compat":  # the released code's rules, kept apart from the strict pipeline
+        from .compat_validation import validate_compat
+
+        return validate_compat(
+            source, max_turns=max_turns, config=config, pool=pool, env_id=env_id, seeds=seeds
+        )
+    if mode != "strict":
+        raise ValueError(f"mode must be 'strict' or 'compat', not {mode!r}")
     config = pool.config if pool is not None else config or ss.SandboxConfig.from_env()
     start = time.perf_counter()
 
@@ -371,16 +383,20 @@ def validate_many(
     config: ss.SandboxConfig | None = None,
     pool: ss.SandboxPool | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
+    mode: str = "strict",
 ) -> list[ValidationReport]:
     """Validate ``items`` ``workers`` at a time over one warm ``SandboxPool``; reports in input order.
 
     Without ``pool`` a pool of ``workers`` warm workers is opened for the call and closed after.
+    ``mode``: as :func:`validate_source` (a compat pool is opened with numpy allowed).
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     items = list(items)
     own_pool = pool is None
     if pool is None:
+        if mode == "compat":
+            config = se.compat_sandbox_config(config)
         pool = ss.SandboxPool(config, size=workers)
     try:
         with (
@@ -399,6 +415,7 @@ def validate_many(
                     pool=pool,
                     env_id=item.env_id,
                     seeds=seeds,
+                    mode=mode,
                 )
                 for item in items
             ]
@@ -468,8 +485,10 @@ def validate_corpus(
     config: ss.SandboxConfig | None = None,
     pool: ss.SandboxPool | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
+    mode: str | None = None,
 ) -> tuple[list[ValidationReport], dict[str, Any]]:
     """Validate every record of ``corpus``; return the reports and the summary dict.
+    ``mode`` defaults to the corpus's own (``compat`` for a released corpus).
 
     ``[r.to_dict() for r in reports]`` are the ``validation_manifest.jsonl`` rows and the
     summary is ``validation_summary.json`` (pass both to ``spade_envs.write_corpus``).
@@ -482,6 +501,7 @@ def validate_corpus(
         config=config,
         pool=pool,
         seeds=seeds,
+        mode=mode or corpus.mode,
     )
     skills = {rec.id: rec.skill for rec in corpus.records}
     return reports, validation_summary(reports, skills, time.perf_counter() - start)

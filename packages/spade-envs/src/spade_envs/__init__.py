@@ -33,6 +33,20 @@ from .checker import (
     play_actions,
     solution_actions,
 )
+from .compat import (
+    COMPAT_IMPORTS,
+    COMPAT_NAMES,
+    COMPAT_REWARD_BOUNDS,
+    MODES,
+    CompatEnvironment,
+    CompatFactory,
+    CompatReport,
+    check_env_compat,
+    compat_sandbox_config,
+    compat_solution,
+    compat_source,
+    designed_max_turns,
+)
 from .core import (
     ALLOWED_IMPORTS,
     DEFAULT_MAX_TURNS,
@@ -63,15 +77,24 @@ from .errors import (
     ChecksumError,
     ContractError,
     CorpusError,
+    FetchError,
     GemUnavailableError,
+    HubUnavailableError,
+    RlveUnavailableError,
     SandboxUnavailableError,
     SourceError,
     SpadeEnvsError,
 )
+from .fetch import FetchResult, fetch_corpus, verify_release
 from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
 from .registry import NAMESPACE, make_corpus_env, register_corpus
 from .registry import _register_example as _register_example
+from .rlve import OFFICIAL16 as RLVE_OFFICIAL16
+from .rlve import RlveEnvironment, RlveFactory, rlve_env_ids
+from .rlve import parameter_for as rlve_parameter_for
+from .rlve import resolve_env_set as resolve_rlve_env_set
+from .rlve import same_problem as rlve_same_problem
 from .source import PARSE_LOCK, SandboxedFactory, find_env_class, load_env, load_env_class
 from .tools import (
     PARSE_OUTCOMES,
@@ -117,7 +140,16 @@ __all__ = [
     "sha256_text", "RECORD_SCHEMA",
     # errors
     "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
-    "GemUnavailableError",
+    "GemUnavailableError", "RlveUnavailableError", "HubUnavailableError", "FetchError",
+    # compat mode (games written for the released code)
+    "MODES", "COMPAT_IMPORTS", "COMPAT_NAMES", "COMPAT_REWARD_BOUNDS", "CompatEnvironment",
+    "CompatFactory", "CompatReport", "check_env_compat", "compat_sandbox_config", "compat_solution",
+    "compat_source", "designed_max_turns",
+    # released corpora (optional extra fetch)
+    "fetch_corpus", "verify_release", "FetchResult",
     # GEM adapter (optional extra)
     "GemFactory", "GemEnvironment", "gem_env_ids",
+    # RLVE adapter (optional extra)
+    "RlveFactory", "RlveEnvironment", "RlveUnavailableError", "RLVE_OFFICIAL16", "rlve_env_ids",
+    "resolve_rlve_env_set", "rlve_same_problem", "rlve_parameter_for",
 ]

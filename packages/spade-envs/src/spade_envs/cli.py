@@ -6,6 +6,7 @@
     spade-envs play CORPUS ENV_ID --agent random --episodes 20         # a batch, with a summary
     spade-envs play CORPUS ENV_ID --agent openai --base-url URL --model NAME
     spade-envs play CORPUS --all --agent random                        # every environment
+    spade-envs fetch --out DIR [--repo R] [--revision REV] [--expected-games N]  # a release
 
 CORPUS is a corpus directory, a packed .jsonl/.parquet file, or ``example`` (the shipped one).
 User mistakes print one line to stderr and exit with status 2.
@@ -38,6 +39,13 @@ __all__ = ["main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spade-envs", description="List, show and play SPADE environments.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("fetch", help="download a released corpus (pinned revision) and verify it")
+    p.add_argument("--out", required=True, help="directory to create (must not exist, or hold the verified corpus)")
+    p.add_argument("--repo", default=None, help="dataset repository (default: the GPT-5.5 static corpus)")
+    p.add_argument("--revision", default=None, help="commit to download (default: the pinned one)")
+    p.add_argument("--expected-games", type=int, default=None, help="games/game_*.py count to require (0: any)")
+    p.add_argument("--endpoint", default=None, help="hub URL (default: $HF_ENDPOINT or the public hub)")
 
     p = sub.add_parser("list", help="environment ids, skills and counts of a corpus")
     p.add_argument("corpus")
@@ -176,9 +184,31 @@ def _play_agent(corpus: Corpus, args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _fetch(args: argparse.Namespace) -> int:
+    from . import fetch
+
+    expected = fetch.DEFAULT_GAMES if args.expected_games is None else args.expected_games
+    result = fetch.fetch_corpus(
+        args.out,
+        repo=args.repo or fetch.DEFAULT_REPO,
+        revision=args.revision or fetch.DEFAULT_REVISION,
+        expected_games=expected or None,
+        endpoint=args.endpoint,
+    )
+    state = "downloaded and verified" if result.downloaded else "already there, verified"
+    print(
+        f"{result.path}: {result.games} games from {result.repo}@{result.revision[:12]}, "
+        f"{state} ({result.files_verified} SHA-256 checked); "
+        f"play with: spade-envs play {result.path} --all --agent random"
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "fetch":
+            return _fetch(args)
         corpus = load_corpus(args.corpus)
         if args.command == "list":
             _list(corpus, args.skill)

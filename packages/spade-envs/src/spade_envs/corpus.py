@@ -164,6 +164,9 @@ class Corpus:
     sources: Mapping[str, str]
     validation: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     summary: dict[str, Any] | None = None
+    mode: str = "strict"
+    """How :meth:`factory` runs the sources: ``compat`` for a released corpus (its manifest
+    uses the released field names), ``strict`` otherwise; see :mod:`spade_envs.compat`."""
 
     def __len__(self) -> int:
         return len(self.records)
@@ -189,12 +192,13 @@ class Corpus:
     def split(self, name: str) -> list[EnvRecord]:
         return [r for r in self.records if r.split == name]
 
-    def factory(self, env_id: str, *, sandbox: bool = False, sandbox_config: Any = None, sandbox_pool: Any = None) -> EnvFactory:
-        """A factory for one environment (in-process, or in spade-sandbox with ``sandbox=True``)."""
+    def factory(self, env_id: str, *, sandbox: bool = False, sandbox_config: Any = None, sandbox_pool: Any = None, mode: str | None = None) -> EnvFactory:
+        """A factory for one environment (in-process, or in spade-sandbox with ``sandbox=True``),
+        run in ``mode`` (default: the corpus's own :attr:`mode`)."""
         rec = self.record(env_id)
         return load_env(
             self.sources[rec.id], rec.class_name, sandbox=sandbox, sandbox_config=sandbox_config,
-            sandbox_pool=sandbox_pool, origin=f"{self.path}:{rec.file or rec.id}",
+            sandbox_pool=sandbox_pool, origin=f"{self.path}:{rec.file or rec.id}", mode=mode or self.mode,
         )
 
     def make(self, env_id: str, *, hint: bool = False, max_turns: int | None = None, sandbox: bool = False, **kwargs: Any):
@@ -262,10 +266,24 @@ def _parse_checksums(path: Path) -> dict[str, str]:
     return entries
 
 
+def _released_row(row: Any) -> Any:
+    """A manifest row in the field names of the released GPT-5.5 pools (``game_id``,
+    ``file_name`` under ``games/``, no hint) mapped onto :class:`EnvRecord`'s; others as they are."""
+    if not isinstance(row, dict) or "id" in row or "game_id" not in row:
+        return row
+    out = {k: v for k, v in row.items() if k not in ("game_id", "file_name", "code")}
+    out["id"] = row["game_id"]
+    name = row.get("file_name")
+    if isinstance(name, str) and "file" not in row:
+        out["file"] = name if "/" in name else f"games/{name}"
+    out.setdefault("hint", "")
+    return out
+
+
 def _check_unique(rows: list[dict[str, Any]], label: str) -> list[EnvRecord]:
     records, seen = [], {}
     for number, row in enumerate(rows, 1):
-        rec = EnvRecord.from_dict(row, f"{label} line {number}")
+        rec = EnvRecord.from_dict(_released_row(row), f"{label} line {number}")
         if rec.id in seen:
             raise CorpusError(f"{label} line {number}: duplicate id {rec.id!r} (first on line {seen[rec.id]})")
         seen[rec.id] = number
@@ -277,7 +295,9 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
     manifest = path / "manifest.jsonl"
     if not manifest.is_file():
         raise CorpusError(f"{path}: no manifest.jsonl; is this a SPADE corpus directory?")
-    records = _check_unique(_read_jsonl(manifest, "manifest.jsonl"), "manifest.jsonl")
+    rows = _read_jsonl(manifest, "manifest.jsonl")
+    released = any(isinstance(r, dict) and "id" not in r and "game_id" in r for r in rows)
+    records = _check_unique(rows, "manifest.jsonl")
     checksums_file = path / "checksums.sha256"
     checksums = _parse_checksums(checksums_file) if checksums_file.is_file() else None
     if verify and checksums is None:
@@ -314,6 +334,8 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
     vfile = path / "validation_manifest.jsonl"
     if vfile.is_file():
         for number, row in enumerate(_read_jsonl(vfile, "validation_manifest.jsonl"), 1):
+            if isinstance(row, dict) and "id" not in row and "game_id" in row:
+                row = {**row, "id": row["game_id"]}  # the released pools' field name
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 raise CorpusError(f"validation_manifest.jsonl line {number}: missing 'id'")
             validation[row["id"]] = row
@@ -324,7 +346,7 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
             summary = json.loads(sfile.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise CorpusError(f"validation_summary.json: invalid JSON ({exc.msg})") from None
-    return Corpus(path, tuple(records), sources, validation, summary)
+    return Corpus(path, tuple(records), sources, validation, summary, "compat" if released else "strict")
 
 
 def _load_packed(path: Path, rows: list[dict[str, Any]], verify: bool) -> Corpus:

@@ -14,6 +14,9 @@ __all__ = [
     "ChecksumError",
     "SandboxUnavailableError",
     "GemUnavailableError",
+    "RlveUnavailableError",
+    "HubUnavailableError",
+    "FetchError",
 ]
 
 
@@ -59,3 +62,16 @@ class AgentTimeout(SpadeEnvsError, TimeoutError):
 
 class GemUnavailableError(SpadeEnvsError, ImportError):
     """A GEM environment was asked for but ``gem-llm`` is not installed."""
+
+
+class RlveUnavailableError(SpadeEnvsError, ImportError):
+    """An RLVE environment was asked for but ``rlve-gym`` is not installed."""
+
+
+class HubUnavailableError(SpadeEnvsError, ImportError):
+    """A download was asked for but ``huggingface_hub`` is not installed."""
+
+
+class FetchError(SpadeEnvsError, OSError):
+    """Downloading a released corpus failed (network, HTTP or a missing file); running the
+    same command again resumes it."""

@@ -137,12 +137,29 @@ def load_env(
     sandbox_config: Any = None,
     sandbox_pool: Any = None,
     origin: str = "<source>",
+    mode: str = "strict",
 ) -> EnvFactory:
     """A factory for the environment defined by ``source``.
 
     ``sandbox=False`` runs trusted code in-process; ``sandbox=True`` runs it in spade-sandbox.
     Either way ``factory(max_turns=10, **kwargs)`` returns an object that follows the contract.
+    ``mode="compat"`` runs code written for the released SPADE code as it ran it
+    (:mod:`spade_envs.compat`; with ``sandbox_pool``, the pool's config must come from
+    ``compat_sandbox_config``).
     """
+    if mode == "compat":
+        from .compat import CompatFactory, compat_sandbox_config, compat_source
+
+        source = compat_source(source)
+        if sandbox and sandbox_pool is None:
+            sandbox_config = compat_sandbox_config(sandbox_config)
+        inner = load_env(
+            source, class_name, sandbox=sandbox, sandbox_config=sandbox_config,
+            sandbox_pool=sandbox_pool, origin=origin,
+        )  # fmt: skip
+        return CompatFactory(inner)
+    if mode != "strict":
+        raise ValueError(f"mode must be 'strict' or 'compat', not {mode!r}")
     if sandbox:
         return SandboxedFactory(source, class_name, sandbox_config, sandbox_pool, origin)
     return load_env_class(source, class_name, origin)

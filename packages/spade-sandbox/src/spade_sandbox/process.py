@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
@@ -30,6 +31,7 @@ from .protocol import FramedWorker
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
+SANDBOX_PATH_DIR = "/opt/spade_python_path"  # python_path directory i is mounted at /i
 NOBODY = 65534
 # Variables the child gets; nothing is inherited from the host.
 SCRUBBED_ENV = {
@@ -37,7 +39,25 @@ SCRUBBED_ENV = {
     "LANG": "C.UTF-8",
     "PYTHONHASHSEED": "0",
     "PYTHONDONTWRITEBYTECODE": "1",
+    # one BLAS thread: a library preloaded in the zygote must not hold threads across fork()
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
 }
+
+
+def python_path(config: SandboxConfig) -> list[str]:
+    """Directories from ``backend_options["python_path"]`` (``os.pathsep``-separated), made
+    readable and importable inside the sandbox, for allowed modules outside the standard library
+    (e.g. the site-packages holding numpy). The import allow-list still decides what the
+    environment may import; what is mounted is read-only."""
+    raw = config.backend_options.get("python_path", "")
+    return [os.path.realpath(p) for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
+
+
+def _inner(extra: Sequence[str], bwrap: str | None) -> list[str]:
+    """Where the ``python_path`` directories are seen by the worker."""
+    return [f"{SANDBOX_PATH_DIR}/{i}" for i in range(len(extra))] if bwrap else list(extra)
 
 
 def interpreter() -> tuple[str, str]:
@@ -87,7 +107,7 @@ def _bwrap_flags(as_root: bool) -> list[str]:
             *[a for k, v in SCRUBBED_ENV.items() for a in ("--setenv", k, v)]]  # fmt: skip
 
 
-def _bwrap_mounts(work_dir: str) -> list[str]:
+def _bwrap_mounts(work_dir: str, extra: Sequence[str] = ()) -> list[str]:
     _, prefix = interpreter()
     args: list[str] = ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
@@ -105,6 +125,10 @@ def _bwrap_mounts(work_dir: str) -> list[str]:
         for parent in reversed(parents):
             args += ["--perms", "0755", "--dir", parent]
         args += ["--ro-bind", prefix, prefix]
+    if extra:
+        args += ["--perms", "0755", "--dir", SANDBOX_PATH_DIR]
+    for i, path in enumerate(extra):
+        args += ["--ro-bind", path, f"{SANDBOX_PATH_DIR}/{i}"]
     args += ["--ro-bind", WORKER_DIR, SANDBOX_WORKER_DIR, "--dev", "/dev", "--tmpfs", "/tmp",
              "--bind", work_dir, SANDBOX_WORK_DIR, "--chdir", SANDBOX_WORK_DIR]  # fmt: skip
     return args
@@ -179,13 +203,15 @@ class ProcessBackend:
         as_root = os.getuid() == 0
         if as_root:
             os.chown(work_dir, NOBODY, NOBODY)
+        extra = python_path(config)
         if bwrap:
-            argv = [bwrap, *_bwrap_flags(as_root), *_bwrap_mounts(work_dir), "--", python, "-S", "-B",
+            argv = [bwrap, *_bwrap_flags(as_root), *_bwrap_mounts(work_dir, extra), "--", python, "-S", "-B",
                     f"{SANDBOX_WORKER_DIR}/worker.py"]  # fmt: skip
             inner_work, read_paths = SANDBOX_WORK_DIR, [prefix, "/usr", SANDBOX_WORKER_DIR]
         else:
             argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py")]
             inner_work, read_paths = work_dir, [prefix, "/usr", WORKER_DIR]
+        paths = _inner(extra, bwrap)
         stderr_file = tempfile.TemporaryFile()
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -208,7 +234,7 @@ class ProcessBackend:
         )
         worker.layers = {
             **self.host_layers(config),
-            **send_init(worker, config, inner_work, read_paths),
+            **send_init(worker, config, inner_work, [*read_paths, *paths], paths),
         }
         return worker
 
@@ -218,7 +244,11 @@ class ProcessBackend:
 
 
 def send_init(
-    worker: FramedWorker, config: SandboxConfig, work_dir: str, read_paths: list[str]
+    worker: FramedWorker,
+    config: SandboxConfig,
+    work_dir: str,
+    read_paths: list[str],
+    paths: Sequence[str] = (),
 ) -> dict[str, str]:
     """Send `init` (the worker applies its layers); the layers it reports. Closes it on failure."""
     init = {
@@ -227,6 +257,7 @@ def send_init(
         "allowed_imports": sorted(config.allowed_imports),
         "work_dir": work_dir,
         "read_paths": read_paths,
+        "python_path": list(paths),
         "apply": ["unprivileged_uid", "landlock", "rlimits", "seccomp"],
     }
     started = time.monotonic()
@@ -256,8 +287,9 @@ class Zygote:
         self.work_root = tempfile.mkdtemp(prefix="spade-zygote-", dir=config.work_root)
         if os.getuid() == 0:
             os.chown(self.work_root, NOBODY, NOBODY)
+        extra = python_path(config)
         if bwrap:
-            argv = [bwrap, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(self.work_root), "--", python, "-S", "-B",
+            argv = [bwrap, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(self.work_root, extra), "--", python, "-S", "-B",
                     f"{SANDBOX_WORKER_DIR}/worker.py", "--zygote"]  # fmt: skip
             self.inner_root, self.read_paths = (
                 SANDBOX_WORK_DIR,
@@ -266,6 +298,8 @@ class Zygote:
         else:
             argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py"), "--zygote"]
             self.inner_root, self.read_paths = self.work_root, [prefix, "/usr", WORKER_DIR]
+        self.python_path = _inner(extra, bwrap)
+        self.read_paths = [*self.read_paths, *self.python_path]
         self.layers = dict(host_layers)
         if bwrap:
             self.layers["namespaces"] += "; shared by the workers of one pool"
@@ -294,7 +328,13 @@ class Zygote:
             target=self._read_events, name="spade-sandbox-zygote", daemon=True
         )
         self._reader.start()
-        self._send({"op": "preload", "allowed_imports": sorted(config.allowed_imports)})
+        self._send(
+            {
+                "op": "preload",
+                "allowed_imports": sorted(config.allowed_imports),
+                "python_path": self.python_path,
+            }
+        )
         with self._cond:
             self._cond.wait_for(lambda: self._ready or not self.alive, config.start_timeout_s)
             ok = self._ready
@@ -359,7 +399,11 @@ class Zygote:
         worker.layers = {
             **self.layers,
             **send_init(
-                worker, self.config, os.path.join(self.inner_root, str(n)), self.read_paths
+                worker,
+                self.config,
+                os.path.join(self.inner_root, str(n)),
+                self.read_paths,
+                self.python_path,
             ),
         }
         return worker

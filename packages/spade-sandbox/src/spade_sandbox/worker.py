@@ -36,6 +36,7 @@ import os
 import sys
 import traceback
 import types
+from collections.abc import Sequence
 
 if __package__:
     from . import wire
@@ -115,7 +116,7 @@ class Worker:
         self.allowed = frozenset(msg["allowed_imports"])
         apply = set(msg.get("apply", ("unprivileged_uid", "landlock", "rlimits", "seccomp")))
         layers: dict[str, str] = {}
-        preload(self.allowed)
+        preload(self.allowed, msg.get("python_path", ()))
         work_dir = msg["work_dir"]
         os.chdir(work_dir)
         layers["unprivileged_uid"] = (
@@ -416,9 +417,14 @@ def _import_line(source: str, name: str) -> str:
     return ""
 
 
-def preload(allowed: frozenset[str]) -> None:
+def preload(allowed: frozenset[str], python_path: Sequence[str] = ()) -> None:
     """Import the allowed modules and what the layers need while the interpreter's files are
-    still readable; freeze them so the collector does not rescan them on every call."""
+    still readable; freeze them so the collector does not rescan them on every call.
+    ``python_path``: directories searched after the standard library (allowed third-party
+    modules such as numpy)."""
+    for path in python_path:
+        if path not in sys.path:
+            sys.path.append(path)
     for name in sorted(allowed):
         try:
             builtins.__import__(name)
@@ -691,7 +697,7 @@ def zygote(control_fd: int) -> None:
                 os._exit(0)
             msg = json.loads(data)
             if msg["op"] == "preload":
-                preload(frozenset(msg["allowed_imports"]))
+                preload(frozenset(msg["allowed_imports"]), msg.get("python_path", ()))
                 send({"event": "ready"})
             elif msg["op"] == "kill":
                 if msg["pid"] in children.values():

@@ -50,13 +50,21 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
             ("grounding / memory", f"{d.grounding.enabled} / {d.memory.enabled}"),
         ]
     elif cfg.mode == "fixed-static":
-        rows.append(("static corpus", f"{cfg.fixed.corpus} (split {cfg.fixed.split})"))
+        corpus = cfg.fixed.corpus
+        if corpus != "example" and ("${" in corpus or not Path(corpus).exists()):
+            from spade_train.loop import corpus_missing
+
+            corpus = f"MISSING: {corpus_missing(corpus)}"
+        rows.append(("static corpus", f"{corpus} (split {cfg.fixed.split})"))
+    elif cfg.mode == "fixed-rlve":
+        rows += _rlve_plan(cfg)
     else:
         rows.append(("procedural generators", ", ".join(cfg.fixed.generators)))
+    hints = "without hint" if cfg.mode == "fixed-rlve" else "with and without hint"
     rows += [
         (
             "agent",
-            f"{a.envs_per_cycle} envs x {a.episodes_per_env} episodes with and without hint, "
+            f"{a.envs_per_cycle} envs x {a.episodes_per_env} episodes {hints}, "
             f"max {a.max_turns} turns",
         ),
         ("validation", f"{cfg.validation.sandbox} sandbox, {cfg.validation.workers} workers"),
@@ -76,6 +84,27 @@ def _backend_rows(plan: dict[str, Any], prefix: str = "backend") -> list[tuple[s
         elif key != "ignored" or value:
             rows.append((f"{prefix} {key}", str(value)))
     return rows
+
+
+def _rlve_plan(cfg: Any) -> list[tuple[str, str]]:
+    """The RLVE rows of the plan; the environment set is resolved (rlve-gym must be there)."""
+    import spade_envs as se
+
+    r = cfg.rlve
+    try:
+        names = se.resolve_rlve_env_set(r.envs)
+    except se.SpadeEnvsError as exc:
+        raise UserError(f"rlve.envs: {exc}") from None
+    label = r.envs if isinstance(r.envs, str) else "list"
+    return [
+        ("RLVE environments", f"{label}: {len(names)} ({', '.join(names[:4])}, ...)"),
+        (
+            "RLVE difficulty",
+            f"sliding window tau_acc {r.tau_acc}, tau_num {r.tau_num}, d_delta {r.d_delta}, "
+            f"max {r.max_difficulty}; same problem per group {r.same_problem}; "
+            f"{r.attempts} attempt(s), reward {r.reward}",
+        ),
+    ]
 
 
 def _print_plan(cfg: Any, run_dir: Path | None) -> None:

@@ -418,6 +418,34 @@ class FixedConfig(_Strict):
     target_win_rate: tuple[float, float] = (0.3, 0.7)
 
 
+class RlveConfig(_Strict):
+    """``mode: fixed-rlve``: RLVE's environments (``pip install 'spade-train[rlve]'``) with the
+    sliding-window difficulty of the released launchers (see ``spade_train.core.rlve_source``)."""
+
+    envs: str | list[str] = "official16"
+    """``official16``, ``all`` (every RLVE identifier) or a list of identifiers."""
+    tau_acc: float = Field(0.9, ge=0.0, le=1.0)
+    tau_num: int = Field(128, ge=1)
+    d_delta: int = Field(4, ge=1)
+    max_difficulty: int = Field(20, ge=0)
+    same_problem: bool = True
+    """All episodes of an environment in a cycle play one generated problem (one GRPO group)."""
+    attempts: int = Field(1, ge=1)
+    """Answers allowed per episode (1: single turn, as upstream)."""
+    reward: Literal["accuracy", "score"] = "accuracy"
+    """``accuracy``: 1 when RLVE's verifier passes the answer, else 0 (upstream); ``score``:
+    RLVE's own score in [-1, 1]."""
+
+    @field_validator("envs")
+    @classmethod
+    def _envs(cls, v: str | list[str]) -> str | list[str]:
+        if isinstance(v, str) and v not in ("official16", "all"):
+            raise ValueError(f"{v!r} is not an environment set; use official16, all or a list")
+        if isinstance(v, list) and not v:
+            raise ValueError("the list is empty; name at least one RLVE identifier")
+        return v
+
+
 class LoggingConfig(_Strict):
     wandb: bool = False
     tensorboard: bool = False
@@ -433,7 +461,7 @@ class CheckpointConfig(_Strict):
 class RunConfig(_Strict):
     name: str
     seed: int = 0
-    mode: Literal["spade", "fixed-static", "fixed-procedural"] = "spade"
+    mode: Literal["spade", "fixed-static", "fixed-procedural", "fixed-rlve"] = "spade"
     setting: Literal["games", "tool-use"] = "games"
     cycles: int = Field(3, ge=1)
     run_dir: str | None = None
@@ -445,6 +473,7 @@ class RunConfig(_Strict):
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     pool: PoolConfig = Field(default_factory=PoolConfig)
     fixed: FixedConfig = Field(default_factory=FixedConfig)
+    rlve: RlveConfig = Field(default_factory=RlveConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     overlap: bool = False
@@ -464,6 +493,8 @@ class RunConfig(_Strict):
                         f"designer.skills.{i}: {s!r} is not a skill{tip}; "
                         f"allowed: {', '.join(se.SKILLS)}"
                     )
+        if self.mode == "fixed-rlve" and self.setting != "games":
+            raise ValueError("mode fixed-rlve: RLVE environments are games; set setting=games")
         if self.overlap and self.backend.name != "ray":
             raise ValueError(
                 "overlap: the update can only run beside generation on the ray backend "

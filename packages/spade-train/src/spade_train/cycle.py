@@ -89,6 +89,8 @@ def run_cycle(
             )
         elif cfg.mode == "fixed-procedural":
             new_envs = s_design.procedural_envs(cfg, state.curriculum, cycle)
+        elif cfg.mode == "fixed-rlve":
+            new_envs = state.curriculum.propose(cycle, cfg.agent.envs_per_cycle)
     if cfg.mode == "spade":
         with _timed(times, "validate_s"):  # 2. validate, admit the valid new ones
             sandbox = res.ray_sandbox if cfg.validation.executor == "ray" else res.sandbox
@@ -106,7 +108,10 @@ def run_cycle(
     with _timed(times, "play_s"):  # 3. play
         envs = s_play.choose_envs(cfg, new_envs, state.pool, state.rng)
         sandbox = res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
-        played, episodes = s_play.play(cfg, res.backend, envs, cycle, sandbox, res.run, progress)
+        opener = s_play.sandboxed(sandbox)
+        if cfg.mode == "fixed-rlve":  # trusted package code, played in this process
+            opener = state.curriculum.factory
+        played, episodes = s_play.play(cfg, res.backend, envs, cycle, opener, res.run, progress)
     row.update(play_metrics(played, episodes))
     judged = s_pipeline.self_judge(cfg, res.backend, designs, played, episodes, cycle)
     if judged:  # the verdicts join the design rows
@@ -128,6 +133,8 @@ def run_cycle(
     s_learn.record_plays(played, cycle, state.pool, state.memory, state.curriculum)
     retired = state.pool.retire_saturated()
     row.update(pool_metrics(state, len(new_envs), len(retired)))
+    if cfg.mode == "fixed-rlve":
+        row.update(state.curriculum.metrics())
     row.update({f"time/{k}": round(v, 3) for k, v in times.items()})
     row["time/cycle_s"] = round(time.perf_counter() - started, 3)
     return row, batch.samples

@@ -3,8 +3,10 @@
 :class:`SelfPlay` holds the resources (policy backend, sandboxes, loggers), the run state
 (:class:`~spade_train.cycle.RunState`) and checkpointing; the algorithm itself is the six step
 functions that :mod:`spade_train.cycle` calls. The baselines reuse it: ``mode: fixed-static``
-skips design and trains the agent on the static corpus; ``mode: fixed-procedural`` replaces
-the designer by procedural generators whose difficulty follows the agent's win rate.
+skips design and trains the agent on a static corpus (the released GPT-5.5 one, run in
+compatibility mode); ``mode: fixed-rlve`` plays RLVE's environments with RLVE's sliding-window
+difficulty (:mod:`spade_train.core.rlve_source`); ``mode: fixed-procedural`` replaces the
+designer by hand-written procedural generators (a dependency-free CPU smoke baseline).
 
 Everything a cycle produces is written to the run directory (see :mod:`spade_train.rundir`);
 every ``checkpoint.every`` cycles (and after the last) a checkpoint (policy, optimizer, RNG
@@ -53,15 +55,20 @@ class SelfPlay:
         log: Callable[[str], None] | None = None,
     ):
         self.cfg = cfg
+        if cfg.mode == "fixed-static":
+            self._corpus_path()  # a missing corpus is one line, before anything is created
         self.show_progress = cfg.logging.progress if progress is None else progress
         self.log = log or (lambda _msg: None)
         limits = ss.Limits(call_wall_s=cfg.validation.timeout_s)
+        sandbox_config = ss.SandboxConfig(backend=cfg.validation.sandbox, limits=limits)
+        if cfg.mode == "fixed-static":  # no designer output here: a released corpus may use numpy
+            sandbox_config = se.compat_sandbox_config(sandbox_config)
         self.res = Resources(
             cfg=cfg,
             backend=backend,
             sandbox=None,
             ray_sandbox=None,
-            sandbox_config=ss.SandboxConfig(backend=cfg.validation.sandbox, limits=limits),
+            sandbox_config=sandbox_config,
             run=RunDir(run_dir).create(),
             grounding=_grounding(cfg),
         )
@@ -94,7 +101,7 @@ class SelfPlay:
             self.res.backend = make_backend(
                 cfg.backend.name, **cfg.backend.backend_kwargs(cfg.seed)
             )
-        if self.res.sandbox is None:
+        if self.res.sandbox is None and cfg.mode != "fixed-rlve":  # RLVE runs in this process
             self.res.sandbox = ss.SandboxPool(self.res.sandbox_config, size=cfg.validation.workers)
         on_ray = "ray" in (cfg.validation.executor, cfg.agent.executor)
         if on_ray and self.res.ray_sandbox is None:
@@ -125,6 +132,7 @@ class SelfPlay:
     def seed_pool_from_corpus(self) -> int:
         """Put the static corpus's environments (split ``fixed.split``) into the pool."""
         corpus = se.load_corpus(self._corpus_path())
+        compat = corpus.mode == "compat"  # written for the released code: run as it ran them
         added = 0
         for rec in corpus.records:
             if rec.split != self.cfg.fixed.split:
@@ -132,12 +140,17 @@ class SelfPlay:
             tools = rec.extra.get("tools") if self.cfg.setting == "tool-use" else None
             entry = PoolEntry(
                 env_id=rec.id,
-                source=corpus.source(rec.id),
+                source=se.compat_source(corpus.source(rec.id)) if compat else corpus.source(rec.id),
                 class_name=rec.class_name,
                 hint=rec.hint,
                 # tool-use environments are grouped by domain (their skill is "ToolUse")
                 skill=str(rec.extra.get("domain") or rec.skill) if tools else rec.skill,
-                max_turns=min(rec.max_turns, self.cfg.agent.max_turns),
+                # released games keep their own designed turn limit, within the agent's budget
+                max_turns=min(
+                    (se.designed_max_turns(corpus.source(rec.id)) if compat else None)
+                    or rec.max_turns,
+                    self.cfg.agent.max_turns,
+                ),
                 cycle_added=0,
                 origin=rec.origin,
                 tools=tools,
@@ -151,6 +164,8 @@ class SelfPlay:
             if self.cfg.setting == "tool-use":
                 return Path(se.tool_use_corpus_path())
             return Path(se.example_corpus_path())
+        if "${" in name or not Path(name).exists():
+            raise FileNotFoundError(corpus_missing(name))
         return Path(name)
 
     # -- the run ----------------------------------------------------------------------------
@@ -281,13 +296,17 @@ class SelfPlay:
 
 
 def _initial_state(cfg: RunConfig) -> RunState:
-    curriculum = None
+    curriculum: Any = None
     if cfg.mode == "fixed-procedural":
         from spade_train.core.procedural import ProceduralCurriculum
 
         curriculum = ProceduralCurriculum(
             cfg.fixed.generators, target=cfg.fixed.target_win_rate, seed=cfg.seed
         )
+    elif cfg.mode == "fixed-rlve":
+        from spade_train.core.rlve_source import RlveSource
+
+        curriculum = RlveSource(cfg.rlve, seed=cfg.seed, max_turns=cfg.agent.max_turns)
     pool = EnvPool(
         capacity=cfg.pool.capacity,
         retire_win_rate=cfg.pool.retire_win_rate,
@@ -375,6 +394,16 @@ def _summary_line(row: dict[str, Any]) -> str:
         f"nohint {f(row.get('play/return_nohint'))}  regret {f(row.get('reward/regret_mean'))}  "
         f"loss {f(row.get('train/loss'))}  pool {row.get('pool/size')}  "
         f"{f(row.get('time/cycle_s'))} s"
+    )
+
+
+def corpus_missing(name: str) -> str:
+    """The one line said when ``fixed.corpus`` names no corpus (``$CORPUS_DIR`` unset)."""
+    what = "CORPUS_DIR is not set" if "${" in name else f"{name} does not exist"
+    return (
+        f"fixed.corpus: {what}; download the released corpus with "
+        "`uv run spade-envs fetch --out DIR` and set CORPUS_DIR=DIR "
+        "(or fixed.corpus=example for the 60-game example corpus)"
     )
 
 

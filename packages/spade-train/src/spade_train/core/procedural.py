@@ -1,4 +1,6 @@
-"""Fixed procedural environments with adaptive difficulty: the RLVE-style baseline.
+"""Hand-written procedural environments with adaptive difficulty: a dependency-free CPU smoke
+baseline (``mode: fixed-procedural``). The real RLVE baseline is ``mode: fixed-rlve``
+(:mod:`spade_train.core.rlve_source`, RLVE's own environments from ``rlve-gym``).
 
 Each generator (the names follow reasoning-gym's task families) turns a difficulty level into
 the source of a self-contained environment (the same contract as designer-written ones, played
@@ -284,6 +286,11 @@ class ProceduralCurriculum:
             level = max(MIN_LEVEL, level - 1)
         self.levels[generator] = level
         return level
+
+    def observe(self, entry: Any, returns: list[float]) -> None:
+        """Update the level of ``entry``'s generator from its unhinted episode ``returns``."""
+        wins = [float(r >= 1.0) for r in returns]
+        self.update(entry.origin, sum(wins) / len(wins) if wins else None)
 
     def state_dict(self) -> dict[str, Any]:
         return {"levels": dict(self.levels), "next": self._next}

@@ -154,4 +154,4 @@ def record_plays(
         else:
             memory.add(entry)
         if curriculum is not None:
-            curriculum.update(p.entry.origin, win)
+            curriculum.observe(p.entry, p.unhinted)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import spade_envs as se
@@ -24,10 +24,10 @@ def choose_envs(
     cfg: RunConfig, new_envs: Sequence[PoolEntry], pool: EnvPool, rng: random.Random
 ) -> list[PoolEntry]:
     """This cycle's environments: the new ones, then pool draws up to ``envs_per_cycle``
-    (the fixed-procedural baseline plays only its fresh environments)."""
+    (the fixed-procedural and fixed-rlve baselines play only their fresh environments)."""
     chosen = list(new_envs)
     room = max(0, cfg.agent.envs_per_cycle - len(chosen))
-    if room and cfg.mode != "fixed-procedural":
+    if room and cfg.mode not in ("fixed-procedural", "fixed-rlve"):
         taken = {e.env_id for e in chosen}
         drawn = pool.sample(room + len(taken), rng)
         chosen += [e for e in drawn if e.env_id not in taken][:room]
@@ -46,7 +46,7 @@ def play(
     backend: Any,
     envs: Sequence[PoolEntry],
     cycle: int,
-    sandbox: Any,
+    opener: Callable[[PoolEntry], Any],
     run: RunDir,
     progress: Any,
 ) -> tuple[list[PlayedEnv], list[Episode]]:
@@ -56,10 +56,9 @@ def play(
     a = cfg.agent
     specs, owners = [], []
     for k, entry in enumerate(envs):
-        factory = se.SandboxedFactory(
-            entry.source, entry.class_name, pool=sandbox, origin=entry.env_id
-        )
-        plan = plan_episodes(cfg.seed, cycle, entry.env_id, a.episodes_per_env, hint_plays(cfg),
+        factory = opener(entry)
+        hinted = hint_plays(cfg) if entry.hint else 0  # no hint: a hinted play is a plain repeat
+        plan = plan_episodes(cfg.seed, cycle, entry.env_id, a.episodes_per_env, hinted,
                              paired=a.paired_hint_seeds, train_hinted=a.train_hint_plays)  # fmt: skip
         for planned in plan:
             specs.append(
@@ -108,6 +107,17 @@ def play(
         episodes.append(Episode(k, planned.hinted, result, samples, planned.trained))
     save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
     return played, episodes
+
+
+def sandboxed(sandbox: Any) -> Callable[[PoolEntry], Any]:
+    """Opens a pool entry's environment in the sandbox (a warm pool or Ray sandbox actors)."""
+
+    def opener(entry: PoolEntry) -> Any:
+        return se.SandboxedFactory(
+            entry.source, entry.class_name, pool=sandbox, origin=entry.env_id
+        )
+
+    return opener
 
 
 def agent_samples(
