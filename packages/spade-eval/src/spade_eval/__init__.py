@@ -9,7 +9,16 @@ from .render import read_results
 from .render import render as render_results
 from .runner import evaluate, load_config, summarize
 from .store import RecordStore
-from .suites import SUITE_NAMES, Item, Score, get_suite
+from .suites import (
+    SUITE_NAMES,
+    DataNeed,
+    Item,
+    Score,
+    Suite,
+    get_suite,
+    register_suite,
+    suite_names,
+)
 
 __version__ = _version("spade-eval")
 
@@ -26,6 +35,10 @@ __all__ = [
     "Score",
     "SUITE_NAMES",
     "get_suite",
+    "register_suite",
+    "suite_names",
+    "Suite",
+    "DataNeed",
     "RecordStore",
     "pass_at_k",
     "mean_stderr",

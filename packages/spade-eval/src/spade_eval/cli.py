@@ -1,17 +1,68 @@
-"""``spade-eval``: ``spade-eval run ...`` (or just the run flags) and ``spade-eval table ...``."""
+"""``spade-eval``: ``run`` (the default), ``table``, ``list`` and ``prepare-aime``."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 from . import render_table, run
+from .errors import SpadeEvalError
+from .runner import load_config
+from .suites import get_suite, suite_names
+
+
+def list_suites(argv: list[str]) -> int:
+    """Print every suite, the data it reads under ``--config`` and whether that data is there."""
+    p = argparse.ArgumentParser(prog="spade-eval list", description=list_suites.__doc__)
+    p.add_argument("--config", default="paper", help="config whose suite settings to check")
+    args = p.parse_args(argv)
+    try:
+        settings = load_config(args.config).get("suites") or {}
+        for name in suite_names():
+            suite = get_suite(name)
+            needs_fn = getattr(suite, "data_needs", None)
+            cfg = dict(settings.get(name) or {})
+            cfg.pop("sampling", None)
+            needs = needs_fn(cfg) if needs_fn else []
+            if not needs:
+                print(f"{name}: ships its data")
+            for need in needs:
+                state = "present" if need.present else f"MISSING ({need.how})"
+                print(f"{name}: {need.path}: {state}")
+    except SpadeEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def prepare_aime(argv: list[str]) -> int:
+    """Add the boxed instruction to a raw AIME JSONL and write it where the aime suite reads."""
+    from .suites import aime
+
+    p = argparse.ArgumentParser(prog="spade-eval prepare-aime", description=prepare_aime.__doc__)
+    p.add_argument("raw", help='JSONL of {"prompt": [messages], "label": ...} records')
+    p.add_argument("--out", required=True, help="e.g. $WORKSPACE_DIR/aime-2025/aime-2025.jsonl")
+    args = p.parse_args(argv)
+    try:
+        if not Path(args.raw).is_file():
+            raise SpadeEvalError(f"{args.raw}: no such file")
+        n = aime.prepare(Path(args.raw), Path(args.out))
+    except SpadeEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {n} records to {args.out}")
+    return 0
+
+
+COMMANDS = {"table": render_table.main, "list": list_suites, "prepare-aime": prepare_aime}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch to ``run`` (default) or ``table``."""
+    """Dispatch to a subcommand; bare flags mean ``run``."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "table":
-        return render_table.main(argv[1:])
+    if argv and argv[0] in COMMANDS:
+        return COMMANDS[argv[0]](argv[1:])
     if argv and argv[0] == "run":
         argv = argv[1:]
     return run.main(argv)

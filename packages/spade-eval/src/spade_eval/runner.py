@@ -15,7 +15,7 @@ from .errors import EvalConfigError
 from .metrics import mean_stderr, pass_at_k
 from .models import ModelClient
 from .store import RecordStore, write_json_atomic
-from .suites import SUITE_NAMES, get_suite
+from .suites import get_suite, suite_names
 
 TOP_KEYS = {"seed", "batch_size", "sampling", "suites"}
 
@@ -53,15 +53,16 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
             f"unknown config key {unknown[0]!r}; known: {', '.join(sorted(TOP_KEYS))}"
         )
     for name in config.get("suites") or {}:
-        if name not in SUITE_NAMES:
-            raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(SUITE_NAMES)}")
+        if name not in suite_names():
+            raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(suite_names())}")
     return config
 
 
 def summarize(store: RecordStore, suites: list[str], model: str) -> dict[str, Any]:
     """Per suite: mean and stderr over items (each item's mean over samples), n, pass@k; when a
-    suite mixes kinds of items, ``parts``: mean and n per item-id prefix (``env``, ``game``, …)."""
-    out: dict[str, Any] = {"model": model, "suites": {}}
+    suite mixes kinds of items, ``parts``: mean and n per item-id prefix (``env``, ``game``, …).
+    ``metrics``: the flat paper keys of the suites that define ``metrics(by_item)``."""
+    out: dict[str, Any] = {"model": model, "suites": {}, "metrics": {}}
     for suite in suites:
         by_item: dict[str, list[float]] = defaultdict(list)
         for rec in store.suite_records(suite):
@@ -90,6 +91,9 @@ def summarize(store: RecordStore, suites: list[str], model: str) -> dict[str, An
                 name: {"mean": sum(v) / len(v), "n": len(v)} for name, v in sorted(parts.items())
             }
         out["suites"][suite] = entry
+        paper_keys = getattr(get_suite(suite), "metrics", None)
+        if paper_keys is not None:
+            out["metrics"].update(paper_keys(dict(by_item)))
     return out
 
 
@@ -119,6 +123,7 @@ def evaluate(
     for name in names:
         suite = get_suite(name)
         cfg = dict(suite_cfgs.get(name) or {})
+        suite_sampling = {**sampling, **(cfg.pop("sampling", None) or {})}
         if limit is not None:
             cfg["limit"] = limit
         if samples is not None:
@@ -126,7 +131,7 @@ def evaluate(
         if hasattr(suite, "play"):
             done = {r["item_id"] for r in store.suite_records(name)}
 
-            def chat(batch: list[list[dict]], _s: dict = sampling) -> list[str]:
+            def chat(batch: list[list[dict]], _s: dict = suite_sampling) -> list[str]:
                 return client.complete(batch, _s)
 
             for batch in suite.play(chat, cfg, done):
@@ -144,7 +149,7 @@ def evaluate(
             replies: list[str] = [""] * len(chunk)
             for s, idx in by_sample.items():
                 got = client.complete(
-                    [chunk[j][0].prompt for j in idx], {**sampling, "seed": seed + s}
+                    [chunk[j][0].prompt for j in idx], {**suite_sampling, "seed": seed + s}
                 )
                 for j, reply in zip(idx, got, strict=True):
                     replies[j] = reply

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..errors import EvalDataError
-from . import Item, Score, suite_config, workspace_file
+from . import DataNeed, Item, Score, suite_config, workspace_file, workspace_needs
 
 DEFAULTS: dict[str, Any] = {
     "files": ["gpqa_diamond.jsonl"],
@@ -21,6 +21,16 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
 }
 LETTERS = "ABCDEFGHIJ"
+
+
+def data_needs(config: dict[str, Any]) -> list[DataNeed]:
+    """The configured files under ``$WORKSPACE_DIR/eval/science/``."""
+    cfg = suite_config(DEFAULTS, config, "science")
+    return workspace_needs(
+        "science",
+        list(cfg["files"]),
+        'write one {"id", "question", "correct", "incorrect": [...]} JSON object per line',
+    )
 
 
 def load(config: dict[str, Any]) -> list[Item]:
