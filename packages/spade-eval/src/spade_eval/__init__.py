@@ -5,6 +5,7 @@ from importlib.metadata import version as _version
 from .errors import EvalConfigError, EvalDataError, ModelError, SpadeEvalError
 from .metrics import mean_stderr, pass_at_k
 from .models import CallableClient, HFClient, ModelClient, OpenAIClient
+from .policy import PolicyClient, PolicyLike, PolicySampling, evaluate_policy, scalar_metrics
 from .render import read_results
 from .render import render as render_results
 from .runner import evaluate, load_config, summarize
@@ -25,6 +26,11 @@ __version__ = _version("spade-eval")
 __all__ = [
     "__version__",
     "evaluate",
+    "evaluate_policy",
+    "PolicyLike",
+    "PolicyClient",
+    "PolicySampling",
+    "scalar_metrics",
     "load_config",
     "summarize",
     "OpenAIClient",
