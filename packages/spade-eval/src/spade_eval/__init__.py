@@ -2,7 +2,7 @@
 
 from importlib.metadata import version as _version
 
-from .errors import EvalConfigError, EvalDataError, ModelError, SpadeEvalError
+from .errors import EvalConfigError, EvalDataError, ModelError, SpadeEvalError, SuiteSkipped
 from .metrics import mean_stderr, pass_at_k
 from .models import CallableClient, HFClient, ModelClient, OpenAIClient
 from .policy import PolicyClient, PolicyLike, PolicySampling, evaluate_policy, scalar_metrics
@@ -54,4 +54,5 @@ __all__ = [
     "EvalDataError",
     "EvalConfigError",
     "ModelError",
+    "SuiteSkipped",
 ]

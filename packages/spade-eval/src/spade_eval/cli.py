@@ -1,4 +1,4 @@
-"""``spade-eval``: ``run`` (the default), ``table``, ``list`` and ``prepare-aime``."""
+"""``spade-eval``: ``run`` (the default), ``table``, ``list``, ``prepare-aime``, ``setup-bfcl``."""
 
 from __future__ import annotations
 
@@ -55,7 +55,26 @@ def prepare_aime(argv: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"table": render_table.main, "list": list_suites, "prepare-aime": prepare_aime}
+def setup_bfcl(argv: list[str]) -> int:
+    """Create the isolated environment the bfcl suite runs bfcl-eval in."""
+    from .suites import bfcl
+
+    p = argparse.ArgumentParser(prog="spade-eval setup-bfcl", description=setup_bfcl.__doc__)
+    p.add_argument(
+        "--venv", help="where (default $SPADE_BFCL_VENV or ~/.cache/spade-eval/bfcl-venv)"
+    )
+    args = p.parse_args(argv)
+    try:
+        where = bfcl.setup(Path(args.venv) if args.venv else None)
+    except SpadeEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"bfcl-eval installed in {where}; export SPADE_BFCL_VENV={where}")
+    return 0
+
+
+COMMANDS = {"table": render_table.main, "list": list_suites, "prepare-aime": prepare_aime,
+            "setup-bfcl": setup_bfcl}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
