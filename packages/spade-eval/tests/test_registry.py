@@ -82,3 +82,15 @@ def test_list_shows_every_suite_and_its_data(workspace):
     assert any("aime-2025/aime-2025.jsonl: present" in line for line in lines)
     missing = [line for line in lines if line.startswith("science: ")][0]
     assert "gpqa_diamond.jsonl: MISSING (" in missing
+
+
+@pytest.mark.parametrize("config", ["default", "quick", "full", "paper", "inloop"])
+def test_shipped_configs_have_only_known_keys(config):
+    from spade_eval import load_config
+    from spade_eval.suites import suite_config
+
+    for name, cfg in (load_config(config)["suites"] or {}).items():
+        cfg = dict(cfg or {})
+        cfg.pop("sampling", None)
+        suite = spade_eval.get_suite(name)
+        assert suite_config(suite.DEFAULTS, cfg, name)

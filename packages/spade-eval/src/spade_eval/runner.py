@@ -28,7 +28,7 @@ def load_config(name_or_path: str | os.PathLike[str] = "default") -> dict[str, A
         shipped = files("spade_eval").joinpath(f"eval_configs/{name_or_path}.yaml")
         if not shipped.is_file():
             raise EvalConfigError(
-                f"no shipped config {str(name_or_path)!r}; use default, quick or full"
+                f"no shipped config {str(name_or_path)!r}; use default, quick, full, paper or inloop"
             )
         text = shipped.read_text()
     elif not path.is_file():
