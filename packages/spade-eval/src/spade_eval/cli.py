@@ -1,4 +1,5 @@
-"""``spade-eval``: ``run`` (the default), ``table``, ``list``, ``prepare-aime``, ``setup-bfcl``."""
+"""``spade-eval``: ``run`` (the default), ``table``, ``list``, ``prepare-aime``, ``setup-bfcl``,
+``setup-acebench``."""
 
 from __future__ import annotations
 
@@ -73,8 +74,26 @@ def setup_bfcl(argv: list[str]) -> int:
     return 0
 
 
+def setup_acebench(argv: list[str]) -> int:
+    """Create the interpreter environment the acebench suite runs ACEBench with."""
+    from .suites import acebench
+
+    p = argparse.ArgumentParser(
+        prog="spade-eval setup-acebench", description=setup_acebench.__doc__
+    )
+    p.add_argument("--venv", help="where (default ~/.cache/spade-eval/acebench-venv)")
+    args = p.parse_args(argv)
+    try:
+        where = acebench.setup(Path(args.venv) if args.venv else None)
+    except SpadeEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"ACEBench's packages installed in {where}; export ACEBENCH_PYTHON={where}/bin/python")
+    return 0
+
+
 COMMANDS = {"table": render_table.main, "list": list_suites, "prepare-aime": prepare_aime,
-            "setup-bfcl": setup_bfcl}  # fmt: skip
+            "setup-bfcl": setup_bfcl, "setup-acebench": setup_acebench}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -109,6 +109,8 @@ def make_client(args: argparse.Namespace) -> ModelClient:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; errors print one line and exit 2."""
     args = parser().parse_args(argv)
+    if args.user_base_url:
+        os.environ["SPADE_USER_BASE_URL"] = args.user_base_url
     try:
         config = load_config(args.config)
         suites = [s.strip() for s in args.suites.split(",") if s.strip()] if args.suites else None
