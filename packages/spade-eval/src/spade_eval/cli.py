@@ -92,8 +92,29 @@ def setup_acebench(argv: list[str]) -> int:
     return 0
 
 
+def setup_tau2(argv: list[str]) -> int:
+    """Create tau2-bench's environment from a clone (it is not on PyPI)."""
+    from .suites import tau2
+
+    p = argparse.ArgumentParser(prog="spade-eval setup-tau2", description=setup_tau2.__doc__)
+    p.add_argument("--source", required=True, help="a clone of sierra-research/tau2-bench")
+    p.add_argument("--venv", help="where (default ~/.cache/spade-eval/tau2-venv)")
+    args = p.parse_args(argv)
+    try:
+        where = tau2.setup(Path(args.source), Path(args.venv) if args.venv else None)
+    except SpadeEvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"tau2-bench installed in {where}; export TAU2_PYTHON={where}/bin/python "
+        f"TAU2_DATA_DIR={Path(args.source).resolve()}/data"
+    )
+    return 0
+
+
 COMMANDS = {"table": render_table.main, "list": list_suites, "prepare-aime": prepare_aime,
-            "setup-bfcl": setup_bfcl, "setup-acebench": setup_acebench}  # fmt: skip
+            "setup-bfcl": setup_bfcl, "setup-acebench": setup_acebench,
+            "setup-tau2": setup_tau2}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

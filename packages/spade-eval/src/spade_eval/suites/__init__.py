@@ -25,7 +25,7 @@ from ..errors import EvalConfigError, EvalDataError
 #: The suites that ship with spade-eval (module names under ``spade_eval.suites``).
 SUITE_NAMES: tuple[str, ...] = (
     "math", "science", "code", "procedural", "tool_use", "aime", "rg_hard",
-    "livecodebench", "bfcl", "acebench",
+    "livecodebench", "bfcl", "acebench", "tau2",
 )  # fmt: skip
 ENTRY_POINT_GROUP = "spade_eval.suites"
 
