@@ -67,3 +67,22 @@ def test_serve_answers_chat_and_raw_completions(checkpoint, tmp_path):
     assert models["data"][0]["id"] == checkpoint
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{url}/v1/models", timeout=2)  # stopped
+
+
+@pytest.mark.slow
+def test_wandb_logs_the_flat_metrics_offline(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    import argparse
+
+    from spade_eval.run import log_wandb
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    summary = {"model": "m", "suites": {"aime": {"mean": 0.25, "n": 4}},
+               "metrics": {"aime2025_pass1": 0.25}, "skipped": {"tau2": "no user simulator"}}  # fmt: skip
+    log_wandb(summary, argparse.Namespace(out=str(tmp_path)))
+    (store,) = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))  # the offline log
+    data = store.read_bytes()
+    for key in (b"eval/aime/mean", b"eval/aime/n", b"eval/aime2025_pass1", b"no user simulator"):
+        assert key in data, key
