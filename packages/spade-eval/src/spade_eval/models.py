@@ -148,7 +148,7 @@ class HFClient:
     def complete(self, batch: list[Chat], sampling: dict[str, Any]) -> list[str]:
         """Generate replies ``batch_size`` chats at a time."""
         texts = [
-            self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+            str(self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True))
             for c in batch
         ]
         return self.complete_text(texts, sampling)
@@ -157,7 +157,7 @@ class HFClient:
         """Continue raw prompt texts (already templated), ``batch_size`` at a time."""
         out: list[str] = []
         temperature = float(sampling.get("temperature", 0.0))
-        gen = {"max_new_tokens": int(sampling.get("max_tokens", 256))}
+        gen: dict[str, Any] = {"max_new_tokens": int(sampling.get("max_tokens", 256))}
         if temperature > 0:
             gen |= {
                 "do_sample": True,

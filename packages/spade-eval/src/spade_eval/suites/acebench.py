@@ -109,7 +109,7 @@ def group_scores(copy: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
     score_dir = copy / "score_all" / "score_en" / LABEL
     result_dir = copy / "result_all" / "result_en" / LABEL
     groups: dict[str, list[float]] = {"normal": [], "special": [], "agent": []}
-    records = []
+    records: list[dict[str, Any]] = []
     for path in sorted(score_dir.glob("data_*_score.json")):
         name = path.name[len("data_") : -len("_score.json")]
         group = "normal" if name in NORMAL else "special" if name in SPECIAL else "agent"

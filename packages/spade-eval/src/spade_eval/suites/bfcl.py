@@ -110,7 +110,7 @@ def _bfcl(args: list[str], project: Path, env: dict[str, str], log: Path, timeou
 def read_scores(project: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Per-entry records (every result entry, 0 where the score file lists it as failed) and
     the paper keys of ``score/data_overall.csv``."""
-    records = []
+    records: list[dict[str, Any]] = []
     for result in sorted((project / "result").rglob("BFCL_v4_*_result.json")):
         category = result.name[len("BFCL_v4_") : -len("_result.json")]
         score_file = Path(

@@ -103,7 +103,8 @@ def read_results(
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Records (one per simulation) and upstream's keys from one tau2 ``results.json``."""
     sims = json.loads(path.read_text(encoding="utf-8"))["simulations"]
-    records, passed, errors = [], 0, 0
+    records: list[dict[str, Any]] = []
+    passed = errors = 0
     for sim in sims:
         reward = float((sim.get("reward_info") or {}).get("reward", 0.0))
         ok = abs(reward - 1.0) <= 1e-6
@@ -149,7 +150,8 @@ def run_external(
                  "api_key": os.environ.get("SPADE_USER_API_KEY") or "EMPTY"}  # fmt: skip
     env = {**os.environ, "TAU2_DATA_DIR": str(root), "SPADE_TAU2_USER_MODEL": cfg["user_llm"],
            "SPADE_TAU2_USER_ARGS": json.dumps(user_args)}  # fmt: skip
-    records, metrics = [], {}
+    records: list[dict[str, Any]] = []
+    metrics: dict[str, float] = {}
     for domain in cfg["domains"]:
         out = work_dir / f"{domain}_{cfg['split']}"
         cmd = [str(python()), str(work_dir / "tau2_launch.py"), "run", "--domain", domain,
