@@ -30,6 +30,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tp", type=int, default=1, help="SGLang tensor parallelism")
     p.add_argument("--startup-timeout-s", type=float, default=600.0)
     p.add_argument(
+        "--user-base-url",
+        help="OpenAI-compatible endpoint of the user simulator (tau2-bench, ACEBench agent); "
+        "key from SPADE_USER_API_KEY",
+    )
+    p.add_argument(
         "--wandb",
         action="store_true",
         help="log the metrics to W&B (WANDB_PROJECT, WANDB_ENTITY; extra `wandb`)",
