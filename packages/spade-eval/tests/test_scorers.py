@@ -65,6 +65,14 @@ def test_science_shuffle_is_seeded(tmp_path, monkeypatch):
     for it in a:
         assert f"({it.answer}) right" in it.prompt[0]["content"]
         assert science.score(it, f"Answer: {it.answer}").value == 1.0
+    from spade_eval import CallableClient, evaluate
+
+    gold = {it.prompt[0]["content"]: it.answer for it in a}
+    wrong_on_odd = CallableClient(lambda batch, s: [
+        f"Answer: {gold[c[0]['content']] if s['seed'] % 2 == 0 else 'Z'}" for c in batch])  # fmt: skip
+    cfg = {"suites": {"science": {"seed": 1, "samples": 4}}}
+    res = evaluate(wrong_on_odd, cfg, tmp_path / "out", progress=False)
+    assert res["metrics"] == {"gpqa_diamond_avg_at_n": 0.5}  # upstream's RQ1 GPQA key, avg@4
 
 
 def test_missing_data_names_file(tmp_path, monkeypatch):

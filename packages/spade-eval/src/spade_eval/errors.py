@@ -15,3 +15,8 @@ class EvalConfigError(SpadeEvalError, ValueError):
 
 class ModelError(SpadeEvalError, RuntimeError):
     """The model endpoint or checkpoint failed after every retry."""
+
+
+class SuiteSkipped(SpadeEvalError):
+    """A suite cannot run in this setting (no endpoint, no user simulator); the message is the
+    reason, reported under ``skipped`` in ``results.json``."""

@@ -147,9 +147,17 @@ class HFClient:
 
     def complete(self, batch: list[Chat], sampling: dict[str, Any]) -> list[str]:
         """Generate replies ``batch_size`` chats at a time."""
+        texts = [
+            str(self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True))
+            for c in batch
+        ]
+        return self.complete_text(texts, sampling)
+
+    def complete_text(self, prompts: list[str], sampling: dict[str, Any]) -> list[str]:
+        """Continue raw prompt texts (already templated), ``batch_size`` at a time."""
         out: list[str] = []
         temperature = float(sampling.get("temperature", 0.0))
-        gen = {"max_new_tokens": int(sampling.get("max_tokens", 256))}
+        gen: dict[str, Any] = {"max_new_tokens": int(sampling.get("max_tokens", 256))}
         if temperature > 0:
             gen |= {
                 "do_sample": True,
@@ -158,11 +166,8 @@ class HFClient:
             }
         else:
             gen |= {"do_sample": False}
-        for i in range(0, len(batch), self.batch_size):
-            texts = [
-                self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
-                for c in batch[i : i + self.batch_size]
-            ]
+        for i in range(0, len(prompts), self.batch_size):
+            texts = prompts[i : i + self.batch_size]
             enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
             enc = enc.to(self.device)
             with self.torch.no_grad():

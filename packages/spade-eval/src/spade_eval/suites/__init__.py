@@ -1,7 +1,14 @@
-"""Suites: each module has ``load(config) -> list[Item]`` and ``score(item, response) -> Score``.
+"""Suites and their registry.
 
-Suites are registered by name; `get_suite` returns the module. A suite may also define
-``play(client, config, done_ids) -> Iterator[list[dict]]`` for multi-turn items (procedural games).
+A suite is any object (a module is fine) with ``load(config) -> list[Item]`` and
+``score(item, response) -> Score``. Optional members: ``play(complete, config, done_ids)`` for
+multi-turn items (yields batches of records), ``metrics(by_item, config) -> dict[str, float]``
+for flat paper keys (``aime2025_pass1``, ``gem_eval/category_rg_math/win_rate`` …) and
+``data_needs(config) -> list[DataNeed]`` for ``spade-eval list``.
+
+Built-in suites are imported on first use. Others register with `register_suite` or through
+the ``spade_eval.suites`` entry-point group (``name = "pkg.module"`` or ``"pkg.module:obj"``);
+a name is registered once, a second registration is refused.
 """
 
 from __future__ import annotations
@@ -9,13 +16,18 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvalConfigError, EvalDataError
 
-SUITE_NAMES: tuple[str, ...] = ("math", "science", "code", "procedural", "tool_use")
+#: The suites that ship with spade-eval (module names under ``spade_eval.suites``).
+SUITE_NAMES: tuple[str, ...] = (
+    "math", "science", "code", "procedural", "tool_use", "aime", "rg_hard",
+    "livecodebench", "bfcl", "acebench", "tau2",
+)  # fmt: skip
+ENTRY_POINT_GROUP = "spade_eval.suites"
 
 
 @dataclass(frozen=True)
@@ -37,11 +49,71 @@ class Score:
     detail: str = ""
 
 
-def get_suite(name: str) -> ModuleType:
-    """The suite module registered as ``name``."""
-    if name not in SUITE_NAMES:
-        raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(SUITE_NAMES)}")
-    return importlib.import_module(f"{__name__}.{name}")
+@dataclass(frozen=True)
+class DataNeed:
+    """One thing a suite reads: ``path`` (or a package name), whether it is ``present``, and
+    ``how`` to prepare it when it is not."""
+
+    path: str
+    present: bool
+    how: str
+
+
+@runtime_checkable
+class Suite(Protocol):
+    """What the runner needs from a suite (see the module docstring for optional members)."""
+
+    def load(self, config: dict[str, Any]) -> list[Item]: ...
+
+    def score(self, item: Item, response: str) -> Score: ...
+
+
+_REGISTERED: dict[str, Any] = {}
+_entry_points_loaded = False
+
+
+def register_suite(name: str, suite: Any) -> None:
+    """Register ``suite`` as ``name``; a name already taken (built-in or registered) is refused."""
+    if name in SUITE_NAMES or name in _REGISTERED:
+        raise EvalConfigError(f"suite {name!r} is already registered; pick another name")
+    if not isinstance(suite, Suite):
+        raise EvalConfigError(f"suite {name!r} needs load(config) and score(item, response)")
+    _REGISTERED[name] = suite
+
+
+def load_entry_points() -> None:
+    """Register the suites other packages declare in the ``spade_eval.suites`` group (once)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _REGISTERED:
+            register_suite(ep.name, ep.load())
+
+
+def suite_names() -> list[str]:
+    """Every suite name: the built-in ones, then registered ones."""
+    load_entry_points()
+    return [*SUITE_NAMES, *_REGISTERED]
+
+
+def get_suite(name: str) -> Any:
+    """The suite registered as ``name``."""
+    if name in SUITE_NAMES:
+        return importlib.import_module(f"{__name__}.{name}")
+    load_entry_points()
+    if name not in _REGISTERED:
+        raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(suite_names())}")
+    return _REGISTERED[name]
+
+
+def workspace_root(suite: str) -> Path:
+    """``$WORKSPACE_DIR``, or EvalDataError saying that suite ``suite`` needs it."""
+    root = os.environ.get("WORKSPACE_DIR")
+    if not root:
+        raise EvalDataError(f"suite {suite!r} reads its data under WORKSPACE_DIR, which is not set")
+    return Path(root)
 
 
 def suite_config(defaults: dict[str, Any], config: dict[str, Any], suite: str) -> dict[str, Any]:
@@ -52,6 +124,17 @@ def suite_config(defaults: dict[str, Any], config: dict[str, Any], suite: str) -
             f"suite {suite!r}: unknown config key {unknown[0]!r}; known: {', '.join(sorted(defaults))}"
         )
     return {**defaults, **config}
+
+
+def workspace_needs(suite: str, names: list[str], how: str) -> list[DataNeed]:
+    """`DataNeed` entries for ``$WORKSPACE_DIR/eval/<suite>/<name>`` files."""
+    root = os.environ.get("WORKSPACE_DIR")
+    if not root:
+        return [
+            DataNeed(f"$WORKSPACE_DIR/eval/{suite}/{n}", False, "set WORKSPACE_DIR") for n in names
+        ]
+    paths = [Path(root) / "eval" / suite / n for n in names]
+    return [DataNeed(str(p), p.is_file(), how) for p in paths]
 
 
 def workspace_file(suite: str, name: str, how: str) -> Path:

@@ -12,10 +12,20 @@ import re
 from typing import Any
 
 from ..errors import EvalDataError
-from . import Item, Score, suite_config, workspace_file
+from . import DataNeed, Item, Score, suite_config, workspace_file, workspace_needs
 
 DEFAULTS: dict[str, Any] = {"files": ["aime24.jsonl"], "samples": 1, "limit": None}
 INSTRUCTION = "Solve the problem. Put your final answer in \\boxed{}."
+
+
+def data_needs(config: dict[str, Any]) -> list[DataNeed]:
+    """The configured files under ``$WORKSPACE_DIR/eval/math/``."""
+    cfg = suite_config(DEFAULTS, config, "math")
+    return workspace_needs(
+        "math",
+        list(cfg["files"]),
+        'write one {"id", "problem", "answer"} JSON object per line (see README)',
+    )
 
 
 def load(config: dict[str, Any]) -> list[Item]:

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..errors import EvalDataError
-from . import Item, Score, suite_config, workspace_file
+from . import DataNeed, Item, Score, suite_config, workspace_file, workspace_needs
 
 DEFAULTS: dict[str, Any] = {
     "files": ["gpqa_diamond.jsonl"],
@@ -21,6 +21,16 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
 }
 LETTERS = "ABCDEFGHIJ"
+
+
+def data_needs(config: dict[str, Any]) -> list[DataNeed]:
+    """The configured files under ``$WORKSPACE_DIR/eval/science/``."""
+    cfg = suite_config(DEFAULTS, config, "science")
+    return workspace_needs(
+        "science",
+        list(cfg["files"]),
+        'write one {"id", "question", "correct", "incorrect": [...]} JSON object per line',
+    )
 
 
 def load(config: dict[str, Any]) -> list[Item]:
@@ -79,3 +89,10 @@ def score(item: Item, response: str) -> Score:
     """1.0 when the extracted letter is the gold letter."""
     letter = extract_letter(response, item.meta.get("letters", "ABCD"))
     return Score(1.0 if letter == item.answer else 0.0, letter)
+
+
+def metrics(by_item: dict[str, list[float]]) -> dict[str, float]:
+    """``gpqa_diamond_avg_at_n`` (upstream's RQ1 key): mean over the GPQA-Diamond questions of
+    each question's mean over its samples, when a ``gpqa_diamond*`` file was scored."""
+    per = [sum(v) / len(v) for k, v in by_item.items() if k.startswith("gpqa_diamond")]
+    return {"gpqa_diamond_avg_at_n": sum(per) / len(per)} if per else {}
