@@ -226,9 +226,9 @@ def test_kill_and_resume_gives_the_uninterrupted_metrics(tmp_path):
     )
     latest = killed / "checkpoints" / "LATEST"
     deadline = time.time() + 600
+    # killed as soon as cycle 1's checkpoint is committed, somewhere inside cycle 2 or 3
     while not latest.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    time.sleep(1.0)  # into cycle 2
+        time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert latest.exists(), "no checkpoint was written before the kill"
@@ -328,3 +328,22 @@ def test_hint_endpoint_retries_and_a_dead_endpoint_never_aborts_the_cycle(tmp_pa
     write_hints(cfg, None, 1, got)
     assert [d.parse_error for d in got] == ["missing_hint", "missing_hint"]
     assert all(d.hint is None for d in got)
+
+
+def test_in_loop_eval_every_cycle_is_resumed_without_repeat_or_skip(tmp_path):
+    pytest.importorskip("spade_eval")
+    evals = ["eval.every=1", "eval.config=quick", "eval.suites=[procedural]", "eval.limit=2"]
+    cfg = small("quickstart", "cycles=1", "mode=fixed-static", *evals)
+    start_run(cfg, tmp_path / "run", progress=False).train()
+    text = (tmp_path / "run/config.yaml").read_text().replace("cycles: 1", "cycles: 2")
+    (tmp_path / "run/config.yaml").write_text(text)
+    rows = resume_run(tmp_path / "run", progress=False).train()
+    assert [r["cycle"] for r in rows] == [1, 2]
+    for row in rows:  # one evaluation per cycle, each with the suite's scores
+        assert any(k.startswith("eval/procedural") for k in row), sorted(row)
+        assert row["time/eval_s"] >= 0
+    assert sorted(p.name for p in (tmp_path / "run/eval").iterdir()) == [
+        "cycle_0001",
+        "cycle_0002",
+    ]
+    assert (tmp_path / "run/plots/eval.png").exists()

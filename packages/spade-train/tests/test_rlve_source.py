@@ -138,7 +138,7 @@ def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     cfg = rlve_cfg("cycles=2")
     loop = start_run(cfg, tmp_path / "run", progress=False)
     rows = loop.train()
-    assert loop.sandbox is None  # RLVE is package code: no sandbox workers were started
+    assert loop.res.sandbox is None  # RLVE is package code: no sandbox workers were started
     assert [r["cycle"] for r in rows] == [1, 2]
     for row in rows:
         assert row["play/envs"] == 2 and row["play/episodes"] == 4  # unhinted only

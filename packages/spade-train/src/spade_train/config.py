@@ -453,6 +453,20 @@ class LoggingConfig(_Strict):
     progress: bool = True
 
 
+class EvalConfig(_Strict):
+    """In-loop evaluation: spade-eval on the policy being trained, through the same backend
+    (no second copy of the model), every ``every`` cycles; ``eval/*`` metrics join the row."""
+
+    every: int = Field(0, ge=0)
+    """Evaluate after every N-th cycle (and never when 0, the default)."""
+    config: str = "quick"
+    """A spade-eval config: a shipped name (quick, inloop, paper, …) or a YAML path."""
+    suites: list[str] | None = None
+    """Only these suites of the config (None: all of them)."""
+    limit: int | None = Field(None, ge=1)
+    """At most this many items per suite (a quick signal on a small machine)."""
+
+
 class CheckpointConfig(_Strict):
     every: int = Field(1, ge=1)
     keep: int = Field(2, ge=1)
@@ -476,6 +490,7 @@ class RunConfig(_Strict):
     rlve: RlveConfig = Field(default_factory=RlveConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
     overlap: bool = False
     """Run each cycle's update on the trainer while the next cycle designs, validates and
     plays (generation one update behind; the PPO ratio against the sampling log-probs accounts

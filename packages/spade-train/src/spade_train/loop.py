@@ -35,9 +35,10 @@ from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.cycle import Resources, RunState, run_cycle
+from spade_train.errors import RecipeError
 from spade_train.plots import write_plots
 from spade_train.rundir import RunDir, atomic_write_json
-from spade_train.types import TrainSample
+from spade_train.types import SamplingParams, TrainSample
 
 STAGES = ("design", "validate", "play", "update")
 
@@ -193,6 +194,7 @@ class SelfPlay:
         self.state.cycle += 1
         last = self.cycle == self.cfg.cycles
         if not overlap:
+            row.update(self._evaluate(row["cycle"]))
             self.run.append_metrics(row)
             self._maybe_checkpoint(last)
             self._report([row])
@@ -204,11 +206,39 @@ class SelfPlay:
             self._submit_pending()
             done.append(self._join_pending(progress))
         for r in done:
+            r.update(self._evaluate(r["cycle"]))
             self.run.append_metrics(r)
         self._maybe_checkpoint(last)
         if self.pending is not None:
             self._submit_pending()
         self._report(done)
+
+    def _evaluate(self, cycle: int) -> dict[str, Any]:
+        """``eval.every``: spade-eval on the policy after this cycle's update. Its records go
+        to ``eval/cycle_NNNN/``, so a run resumed before its checkpoint redoes only what is
+        missing there, and the row (written after it) never repeats or skips an evaluation."""
+        e = self.cfg.eval
+        if not e.every or cycle % e.every:
+            return {}
+        try:
+            import spade_eval as sev
+        except ImportError:
+            raise RecipeError(
+                "eval.every: spade-eval is not installed; "
+                "pip install 'spade-train[eval]' (or set eval.every=0)"
+            ) from None
+        out = self.run.root / "eval" / self.run.cycle_name(cycle)
+        t = time.perf_counter()
+        metrics: dict[str, Any] = sev.evaluate_policy(
+            self.backend,
+            e.config,
+            out,
+            params_factory=SamplingParams,
+            suites=e.suites,
+            limit=e.limit,
+        )
+        metrics["time/eval_s"] = round(time.perf_counter() - t, 3)
+        return metrics
 
     def _maybe_checkpoint(self, last: bool) -> None:
         if last or self.cycle % self.cfg.checkpoint.every == 0:

@@ -54,7 +54,8 @@ def _line_plot(rows, keys: Sequence[tuple[str, str]], title: str, ylabel: str, p
 
 
 def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write validity.png, regret.png, returns.png and pool.png into ``out_dir``."""
+    """Write validity.png, regret.png, returns.png and pool.png into ``out_dir`` (and eval.png
+    when the rows carry in-loop evaluation scores)."""
     out = Path(out_dir)
     rows = sorted(rows, key=lambda r: r.get("cycle", 0))
     paths = [out / f"{name}.png" for name in PLOTS]
@@ -93,4 +94,12 @@ def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str])
     if skills:
         ax.legend(fontsize=7, ncol=2)
     _save(fig, paths[3])
+    scores = sorted(
+        {k for r in rows for k in r if k.startswith("eval/") and k.endswith(("/mean", "pass1"))}
+    )
+    if scores:  # in-loop evaluation (eval.every): one line per suite score
+        path = out / "eval.png"
+        _line_plot([r for r in rows if any(k in r for k in scores)],
+                   [(k, k[len("eval/"):]) for k in scores], "In-loop evaluation", "score", path)  # fmt: skip
+        paths.append(path)
     return paths
