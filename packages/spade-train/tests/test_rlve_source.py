@@ -154,10 +154,10 @@ def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     loop = resume_run(tmp_path / "run", progress=False)
     assert (
         loop.cycle == 2
-        and loop.curriculum.controller.state_dict() == state["curriculum"]["windows"]
+        and loop.state.curriculum.controller.state_dict() == state["curriculum"]["windows"]
     )
     # restore opened the run's resources: the policy, but no sandbox workers (RLVE runs here)
-    assert loop.backend is not None and loop.sandbox is None
+    assert loop.backend is not None and loop.res.sandbox is None
     loop.close()
 
 

@@ -64,5 +64,5 @@ def test_released_games_keep_their_designed_turn_limit_within_the_budget(tmp_pat
     )
     loop = start_run(cfg, tmp_path / "run", progress=False)
     assert loop.seed_pool_from_corpus() == 4
-    turns = {e.env_id: e.max_turns for e in loop.pool.sample(4, loop.rng)}
+    turns = {e.env_id: e.max_turns for e in loop.state.pool.sample(4, loop.state.rng)}
     assert turns == {"game_000000": 8, "game_000001": 8, "game_000002": 8, "game_000003": 5}
