@@ -6,7 +6,8 @@ from conftest import GUESS_HINT, GUESS_SOURCE, broken
 def test_a_good_environment_passes_and_reports_what_was_played(guess_factory):
     report = se.check_env(guess_factory, seeds=(0, 1, 2), hint=GUESS_HINT)
     assert report.seeds == (0, 1, 2)
-    assert report.probe_episodes == 12
+    assert report.probe_episodes == 18
+    assert report.probe_win_rate == 0.0 and set(report.probe_wins) == {"empty", "garbage", "long", "common", "random", "tokens"}
     assert report.solution_turns == 1
     assert report.steps >= 12
 
