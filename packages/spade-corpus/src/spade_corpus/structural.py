@@ -40,6 +40,7 @@ DEFAULT_MAX_SOURCE_BYTES = 64 * 1024
 STRUCTURAL_REASONS: dict[str, str] = {
     "source_too_large": "the source is larger than the size limit",
     "syntax_error": "the source does not parse as Python",
+    "too_deep": "the source nests expressions or blocks too deeply for the parser or the checks",
     "no_env_class": "no top-level class whose name ends in 'Env'",
     "multiple_env_classes": "more than one top-level class whose name ends in 'Env'",
     "missing_method": "the environment class lacks reset, step, solution or close",
@@ -284,7 +285,16 @@ def check_structure(
     ``validate_many`` calls this from threads, so all of its parsing is serialized.
     """
     with se.PARSE_LOCK:
-        return _check_structure(source, allowed_imports, skill, max_source_bytes)
+        try:
+            return _check_structure(source, allowed_imports, skill, max_source_bytes)
+        except (RecursionError, MemoryError):
+            # Hostile structure (an expression nested thousands deep) exhausts the parser's or
+            # a recursive check's stack: a verdict on the source, never a crash of the caller.
+            raise _reject(
+                "too_deep",
+                "the source nests an expression or block too deeply to check; flatten it "
+                "(use loops or lists instead of deeply nested expressions)",
+            ) from None
 
 
 def _check_structure(

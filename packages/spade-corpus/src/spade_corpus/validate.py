@@ -346,6 +346,36 @@ def validate_source(
     return report(True, None, message, "runtime", checks)
 
 
+def _validate_item(
+    item: ValidationItem, pool: ss.SandboxPool, seeds: Sequence[int]
+) -> ValidationReport:
+    """validate_source for one batch item; whatever goes wrong is that item's report, so one
+    item (a bad skill name, a validator bug) never aborts the batch."""
+    start = time.perf_counter()
+    try:
+        return validate_source(
+            item.source,
+            item.hint,
+            skill=item.skill,
+            max_turns=item.max_turns,
+            pool=pool,
+            env_id=item.env_id,
+            seeds=seeds,
+        )
+    except Exception as exc:
+        message = _one_line(f"the validator failed: {type(exc).__name__}: {exc}")
+        return ValidationReport(
+            False,
+            "validator_error",
+            message,
+            "structural",
+            {},
+            time.perf_counter() - start,
+            item.env_id,
+            infrastructure=True,
+        )
+
+
 def validate_many(
     items: Iterable[ValidationItem],
     *,
@@ -372,19 +402,7 @@ def validate_many(
             ) as executor,
             tqdm(total=len(items), desc="validating", unit="env", disable=not progress) as bar,
         ):
-            futures = [
-                executor.submit(
-                    validate_source,
-                    item.source,
-                    item.hint,
-                    skill=item.skill,
-                    max_turns=item.max_turns,
-                    pool=pool,
-                    env_id=item.env_id,
-                    seeds=seeds,
-                )
-                for item in items
-            ]
+            futures = [executor.submit(_validate_item, item, pool, seeds) for item in items]
             for _done in as_completed(futures):
                 bar.update(1)
             return [future.result() for future in futures]

@@ -171,6 +171,10 @@ class Worker:
             ) from None
         except ValueError as exc:  # e.g. null bytes
             raise _CallError("env_exception", f"ValueError: {exc}") from None
+        except (RecursionError, MemoryError) as exc:  # nested too deeply to compile
+            raise _CallError(
+                "env_exception", f"{type(exc).__name__}: the source is nested too deeply to compile"
+            ) from None
         bad = [name for name in _imported_names(code) if name.partition(".")[0] not in self.allowed]
         if bad:
             raise _CallError(
