@@ -110,6 +110,15 @@ def _bwrap_mounts(work_dir: str) -> list[str]:
     return args
 
 
+def _tail(stderr_file, size: int = 2000) -> str:
+    """The last `size` bytes a worker wrote to its private stderr file, as text."""
+    try:
+        end = os.fstat(stderr_file.fileno()).st_size
+        return os.pread(stderr_file.fileno(), size, max(0, end - size)).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+
+
 class ProcessWorker(FramedWorker):
     """One worker process (bwrap + interpreter) and its private work dir and stderr file."""
 
@@ -144,13 +153,7 @@ class ProcessWorker(FramedWorker):
         return status
 
     def _stderr_tail(self) -> str:
-        try:
-            self.stderr_file.seek(0, os.SEEK_END)
-            size = self.stderr_file.tell()
-            self.stderr_file.seek(max(0, size - 2000))
-            return self.stderr_file.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return _tail(self.stderr_file)
 
     def _cleanup(self) -> None:
         super()._cleanup()
@@ -337,10 +340,12 @@ class Zygote:
         host_dir = os.path.join(self.work_root, str(n))
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        # Each worker gets its own stderr file: siblings must not read what another wrote.
+        stderr_file = tempfile.TemporaryFile()
         try:
             self._send(
                 {"op": "fork", "id": n, "work_dir": os.path.join(self.inner_root, str(n))},
-                [req_r, rep_w],
+                [req_r, rep_w, stderr_file.fileno()],
             )
         finally:
             os.close(req_r)
@@ -353,9 +358,10 @@ class Zygote:
         if pid is None:
             os.close(req_w)
             os.close(rep_r)
+            stderr_file.close()
             shutil.rmtree(host_dir, ignore_errors=True)
             raise InfrastructureError("the sandbox zygote did not fork a worker")
-        worker = ZygoteWorker(self, pid, req_w, rep_r, host_dir)
+        worker = ZygoteWorker(self, pid, req_w, rep_r, host_dir, stderr_file)
         worker.layers = {
             **self.layers,
             **send_init(
@@ -395,11 +401,15 @@ class ZygoteWorker(FramedWorker):
     """A worker forked by a `Zygote`; killed and reaped through it."""
 
     def __init__(
-        self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str
+        self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str, stderr_file
     ) -> None:
         super().__init__(request_fd, reply_fd, work_dir)
         self.zygote = zygote
         self.pid = pid
+        self.stderr_file = stderr_file
+
+    def _stderr_tail(self) -> str:
+        return _tail(self.stderr_file)
 
     def _kill(self) -> None:
         self.zygote.kill(self.pid)
@@ -414,4 +424,5 @@ class ZygoteWorker(FramedWorker):
 
     def _cleanup(self) -> None:
         super()._cleanup()
+        self.stderr_file.close()
         shutil.rmtree(self.work_dir, ignore_errors=True)

@@ -661,8 +661,8 @@ def zygote(control_fd: int) -> None:
 
     The control channel is a SOCK_SEQPACKET unix socket; each message is one JSON object.
     Host -> zygote: {"op": "preload", "allowed_imports": [...]}, then
-    {"op": "fork", "id": n, "work_dir": path} carrying two fds (the worker's request and
-    reply ends) and {"op": "kill", "pid": p}. Zygote -> host: {"event": "ready"},
+    {"op": "fork", "id": n, "work_dir": path} carrying three fds (the worker's request and
+    reply ends and its private stderr file) and {"op": "kill", "pid": p}. Zygote -> host: {"event": "ready"},
     {"event": "forked", "id": n, "pid": p}, {"event": "exit", "pid": p, "status": s}
     (s < 0: killed by signal -s). A forked child is an ordinary worker: the host sends it
     `init` over its own channel, and it applies every layer itself. The zygote runs no
@@ -688,7 +688,7 @@ def zygote(control_fd: int) -> None:
                 _, status = os.waitpid(pid, 0)
                 send({"event": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
                 continue
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
             if not data:
                 for pid in children.values():
                     os.kill(pid, signal.SIGKILL)
@@ -711,6 +711,10 @@ def zygote(control_fd: int) -> None:
                         for other in children:
                             os.close(other)
                         os.setsid()
+                        # A private stderr (fds[2]) replaces the zygote's, which every
+                        # sibling would otherwise share and could read back.
+                        os.dup2(fds[2], 2)
+                        os.close(fds[2])
                         Worker(fds[0], fds[1]).serve()
                     finally:
                         os._exit(EXIT_CHANNEL_BROKEN)
