@@ -119,21 +119,30 @@ class SandboxedEnv:
 
     # -- lifecycle ---------------------------------------------------------------------
     def _load(self) -> None:
-        worker = self._worker_source()
-        try:
-            value = worker.request(
-                {
-                    "op": "open",
-                    "source": self.source,
-                    "class_name": self.requested_class,
-                    "kwargs": self.kwargs,
-                },
-                self.config.limits.call_wall_s,
-                self.config.limits.max_output_bytes,
-            )
-        except BaseException:
-            worker.close()
-            raise
+        # An infrastructure fault (a warm worker whose pool's fork server died) is retried once
+        # on a fresh worker: the pool restarts its fork server when the next worker is made.
+        for attempt in (1, 2):
+            worker = self._worker_source()
+            try:
+                value = worker.request(
+                    {
+                        "op": "open",
+                        "source": self.source,
+                        "class_name": self.requested_class,
+                        "kwargs": self.kwargs,
+                    },
+                    self.config.limits.call_wall_s,
+                    self.config.limits.max_output_bytes,
+                )
+            except InfrastructureError:
+                worker.close()
+                if attempt == 2:
+                    raise
+                continue
+            except BaseException:
+                worker.close()
+                raise
+            break
         if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
             worker.close()
             raise error_for(ReasonCode.PROTOCOL_ERROR, "the worker's open reply is malformed")
@@ -209,9 +218,15 @@ class SandboxedEnv:
             self._load()
         limits = self.config.limits
         self._episode_started = None
-        value = self._request(
-            {"op": "reset", "seed": seed}, limits.call_wall_s, limits.max_output_bytes
-        )
+        message = {"op": "reset", "seed": seed}
+        try:
+            value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
+        except InfrastructureError:
+            # The worker was lost to the sandbox (a fork server died, an outside kill): a new
+            # episode may start on a fresh one; a second fault is reported.
+            self._worker = None
+            self._load()
+            value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
         try:
             obs, info = wire.check_reset(value, limits.max_output_bytes, decoded=True)
         except wire.ValueCheckError as exc:

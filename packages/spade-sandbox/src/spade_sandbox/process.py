@@ -10,10 +10,12 @@ killing the whole process group with SIGKILL; every child is reaped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import itertools
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -38,6 +40,52 @@ SCRUBBED_ENV = {
     "PYTHONHASHSEED": "0",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
+
+
+class _Spawner:
+    """Starts every sandbox process from one long-lived thread.
+
+    A child's parent-death signal (bubblewrap's --die-with-parent, the worker's
+    PR_SET_PDEATHSIG) follows the *thread* that forked it: a worker opened from a short-lived
+    thread would die when that thread exits. Forking from a thread that lives as long as the
+    process ties the worker to the process instead."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def _serve(self) -> None:
+        while True:
+            fn, done = self._queue.get()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the caller
+                done.set_exception(exc)
+
+    def call(self, fn):
+        if threading.current_thread() is self._thread:
+            return fn()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._queue = queue.SimpleQueue()  # a forked host starts afresh
+                self._thread = threading.Thread(
+                    target=self._serve, name="spade-sandbox-spawner", daemon=True
+                )
+                self._pid = os.getpid()
+                self._thread.start()
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            self._queue.put((fn, done))
+        return done.result()
+
+
+_SPAWNER = _Spawner()
+
+
+def spawn(argv: list[str], **popen_kwargs) -> subprocess.Popen:
+    """`subprocess.Popen(argv, ...)` forked from the process-long spawner thread."""
+    return _SPAWNER.call(lambda: subprocess.Popen(argv, **popen_kwargs))
 
 
 def interpreter() -> tuple[str, str]:
@@ -135,6 +183,7 @@ class ProcessWorker(FramedWorker):
         self.proc = proc
         self.stderr_file = stderr_file
         self.via_bwrap = via_bwrap
+        self.cpu_s: float | None = None
 
     def _kill(self) -> None:
         try:
@@ -143,14 +192,37 @@ class ProcessWorker(FramedWorker):
             pass
 
     def _reap(self, timeout_s: float) -> int | None:
-        try:
-            status = self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
+        status = self.proc.returncode
+        if status is None:
+            status = self._wait4(timeout_s)
+            if status is None:
+                return None
         # bwrap reports a child killed by signal N as exit status 128 + N.
         if self.via_bwrap and status > 128:
             return -(status - 128)
         return status
+
+    def _wait4(self, timeout_s: float) -> int | None:
+        """Reap the process with its resource usage (the CPU it used is evidence, see
+        `FramedWorker._sigkill_error`); None when it is still running after `timeout_s`."""
+        deadline, delay = time.monotonic() + timeout_s, 0.0005
+        while True:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                return self.proc.wait()
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_s = usage.ru_utime + usage.ru_stime
+                return self.proc.returncode
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.05)
+
+    def _cpu_seconds(self) -> float | None:
+        return self.cpu_s
 
     def _stderr_tail(self) -> str:
         return _tail(self.stderr_file)
@@ -193,7 +265,7 @@ class ProcessBackend:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            proc = subprocess.Popen(
+            proc = spawn(
                 argv, stdin=req_r, stdout=rep_w, stderr=stderr_file, env=SCRUBBED_ENV, cwd=work_dir,
                 close_fds=True, start_new_session=True,
             )  # fmt: skip
@@ -233,6 +305,7 @@ def send_init(
         "apply": ["unprivileged_uid", "landlock", "rlimits", "seccomp"],
     }
     started = time.monotonic()
+    worker.cpu_limit_s = float(config.limits.cpu_s)
     try:
         value = worker.request(init, config.start_timeout_s, 64 * 1024)
         return dict(value["layers"])
@@ -275,7 +348,7 @@ class Zygote:
         self.stderr_file = tempfile.TemporaryFile()
         self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 argv, stdin=child_sock.fileno(), stdout=subprocess.DEVNULL, stderr=self.stderr_file,
                 env=SCRUBBED_ENV, cwd=self.work_root, close_fds=True, start_new_session=True,
             )  # fmt: skip
@@ -290,6 +363,8 @@ class Zygote:
         self._cond = threading.Condition()
         self._forked: dict[int, int] = {}
         self._exits: dict[int, int] = {}
+        self.cpu_s: dict[int, float] = {}
+        """CPU seconds each exited worker used, by pid."""
         self._ready = False
         self.alive = True
         self._send_lock = threading.Lock()
@@ -332,6 +407,7 @@ class Zygote:
                     self._forked[event["id"]] = event["pid"]
                 elif event["event"] == "exit":
                     self._exits[event["pid"]] = event["status"]
+                    self.cpu_s[event["pid"]] = float(event.get("cpu_s", 0.0))
                 self._cond.notify_all()
 
     def fork_worker(self) -> ZygoteWorker:
@@ -422,7 +498,19 @@ class ZygoteWorker(FramedWorker):
             self._status = status
         return self._status
 
+    def _cpu_seconds(self) -> float | None:
+        return self.zygote.cpu_s.get(self.pid)
+
+    def _death_error(self, op: object) -> SandboxError:
+        error = super()._death_error(op)
+        if not self.zygote.alive:  # the fork server died and took its workers with it
+            return InfrastructureError(
+                f"the pool's fork server died during {op}; its workers died with it"
+            )
+        return error
+
     def _cleanup(self) -> None:
         super()._cleanup()
         self.stderr_file.close()
+        self.zygote.cpu_s.pop(self.pid, None)
         shutil.rmtree(self.work_dir, ignore_errors=True)

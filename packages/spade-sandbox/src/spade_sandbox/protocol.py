@@ -102,6 +102,8 @@ class FramedWorker:
         self._dead = False
         self._closed = False
         self._lock = threading.Lock()
+        self.cpu_limit_s: float | None = None
+        """`Limits.cpu_s` of this worker (set by the backend), to judge a SIGKILL."""
         self._replies = wire.FrameReader(reply_fd)
         os.set_blocking(request_fd, False)
         os.set_blocking(reply_fd, False)
@@ -122,6 +124,10 @@ class FramedWorker:
 
     def _stderr_tail(self) -> str:
         return ""
+
+    def _cpu_seconds(self) -> float | None:
+        """CPU seconds the dead worker used, where the backend can tell (evidence for a SIGKILL)."""
+        return None
 
     # -- shared -----------------------------------------------------------------------
     @property
@@ -201,7 +207,29 @@ class FramedWorker:
         if status is None:
             self._kill()
             status = self._reap(5.0)
+        if status == -signal.SIGKILL:
+            return self._sigkill_error(f"during {op}")
         return describe_exit(status, f"during {op}", self._stderr_tail())
+
+    def _sigkill_error(self, when: str) -> SandboxError:
+        """Whose fault a SIGKILL the host did not send is, decided by evidence.
+
+        The environment cannot send SIGKILL to itself (the seccomp filter kills the worker
+        with SIGSYS for that), so with seccomp active a SIGKILL comes from its CPU limit
+        (RLIMIT_CPU's hard limit, when SIGXCPU was ignored: the CPU time used shows it) or
+        from outside the sandbox (another process, the kernel's OOM killer): infrastructure."""
+        cpu = self._cpu_seconds()
+        if cpu is not None and self.cpu_limit_s is not None and cpu >= self.cpu_limit_s - 0.1:
+            return SandboxTimeout(
+                f"the worker used up its CPU time {when} ({cpu:.1f} s, Limits.cpu_s) and was killed"
+            )
+        if not self.layers.get("seccomp", "").startswith("active"):
+            return error_for(ReasonCode.CRASHED, f"the worker was killed by SIGKILL {when}")
+        used = f" after {cpu:.2f} s of CPU" if cpu is not None else ""
+        return InfrastructureError(
+            f"the worker was killed by SIGKILL {when}{used}, sent neither by the host nor by its "
+            "limits, and the environment cannot send it: an outside kill or the kernel's OOM killer"
+        )
 
 
 def describe_exit(status: int | None, when: str, stderr_tail: str = "") -> SandboxError:

@@ -599,6 +599,7 @@ _KILLED_SYSCALLS = {
 }  # fmt: skip
 _SYS_CLONE, _SYS_CLONE3, _SYS_KILL, _SYS_TGKILL = 56, 435, 62, 234
 _CLONE_THREAD = 0x10000
+_SIGKILL = 9
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _RET_KILL, _RET_ALLOW, _RET_ENOSYS = 0x80000000, 0x7FFF0000, 0x00050000 | 38
 _LD_ABS, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
@@ -607,8 +608,9 @@ _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 
 def seccomp_program(own_pid: int) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions: kill on the deny-list, new processes,
-    and signals to anything but this process; clone3 answers ENOSYS so threads use clone."""
+    signals to anything but this process, and SIGKILL to itself; clone3 answers ENOSYS so threads use clone."""
     arg0 = 16  # offsetof(struct seccomp_data, args[0]), low 32 bits on little-endian
+    arg1, arg2 = arg0 + 8, arg0 + 16
     prog = [
         (_LD_ABS, 0, 0, 4),  # arch
         (_JEQ, 1, 0, _AUDIT_ARCH_X86_64),
@@ -623,10 +625,14 @@ def seccomp_program(own_pid: int) -> list[tuple[int, int, int, int]]:
     # clone: only threads.
     prog += [(_JEQ, 0, 4, _SYS_CLONE), (_LD_ABS, 0, 0, arg0), (_JSET, 1, 0, _CLONE_THREAD),
              (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
-    # kill(pid): only 0 (own process group) or this process; tgkill: only this process.
-    prog += [(_JEQ, 0, 5, _SYS_KILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+    # kill(pid, sig): only 0 (own process group) or this process; tgkill(tgid, tid, sig): only
+    # this process. Never SIGKILL: a SIGKILL the host did not send is then evidence of a kill
+    # from outside the sandbox (an infrastructure fault), never the environment's own doing.
+    prog += [(_JEQ, 0, 8, _SYS_KILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+             (_RET, 0, 0, _RET_KILL), (_LD_ABS, 0, 0, arg1), (_JEQ, 0, 1, _SIGKILL),
              (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
-    prog += [(_JEQ, 0, 4, _SYS_TGKILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 1, 0, own_pid),
+    prog += [(_JEQ, 0, 7, _SYS_TGKILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 1, 0, own_pid),
+             (_RET, 0, 0, _RET_KILL), (_LD_ABS, 0, 0, arg2), (_JEQ, 0, 1, _SIGKILL),
              (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
     prog.append((_RET, 0, 0, _RET_ALLOW))
     return prog
@@ -663,8 +669,8 @@ def zygote(control_fd: int) -> None:
     Host -> zygote: {"op": "preload", "allowed_imports": [...]}, then
     {"op": "fork", "id": n, "work_dir": path} carrying three fds (the worker's request and
     reply ends and its private stderr file) and {"op": "kill", "pid": p}. Zygote -> host: {"event": "ready"},
-    {"event": "forked", "id": n, "pid": p}, {"event": "exit", "pid": p, "status": s}
-    (s < 0: killed by signal -s). A forked child is an ordinary worker: the host sends it
+    {"event": "forked", "id": n, "pid": p}, {"event": "exit", "pid": p, "status": s, "cpu_s": c}
+    (s < 0: killed by signal -s; c: the CPU seconds it used). A forked child is an ordinary worker: the host sends it
     `init` over its own channel, and it applies every layer itself. The zygote runs no
     untrusted code; when the host closes the socket it kills its children and exits.
     """
@@ -685,8 +691,16 @@ def zygote(control_fd: int) -> None:
             if fd in children:
                 pid = children.pop(fd)
                 os.close(fd)
-                _, status = os.waitpid(pid, 0)
-                send({"event": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+                _, status, usage = os.wait4(pid, 0)
+                cpu = round(usage.ru_utime + usage.ru_stime, 3)
+                send(
+                    {
+                        "event": "exit",
+                        "pid": pid,
+                        "status": os.waitstatus_to_exitcode(status),
+                        "cpu_s": cpu,
+                    }
+                )
                 continue
             data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
             if not data:
