@@ -87,6 +87,7 @@ _SANDBOX_DESCRIPTIONS: dict[str, str] = {
     "protocol_error": "the worker's channel carried something that is not a valid frame",
     "env_exception": "the environment raised where the contract checker names no method",
     "limit_exceeded": "a per-episode limit of the sandbox (steps, episode wall time) was reached",
+    "disk_quota": "the environment filled its work directory past the sandbox's disk quota (bytes or files)",
     "infrastructure": "the sandbox itself failed (no worker could start, pool closed); not the environment's fault",
 }
 _SANDBOX_REASONS: dict[str, str] = {

@@ -57,6 +57,10 @@ class Limits:
     """Processes and threads (RLIMIT_NPROC, counted per uid; new processes are refused anyway)."""
     max_file_mib: int = 16
     """Largest file the environment may write (RLIMIT_FSIZE)."""
+    max_disk_mib: int = 64
+    """Bytes the work directory may hold in all (the disk quota; reason `disk_quota`)."""
+    max_disk_files: int = 2000
+    """Files and directories (inodes) the work directory may hold (the disk quota)."""
     max_open_files: int = 64
     """Open file descriptors (RLIMIT_NOFILE)."""
     max_output_kib: int = 256

@@ -28,6 +28,7 @@ import time
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
 from .protocol import FramedWorker
+from .quota import DiskQuota
 
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
@@ -224,6 +225,9 @@ class ProcessWorker(FramedWorker):
     def _cpu_seconds(self) -> float | None:
         return self.cpu_s
 
+    def _disk_path(self) -> str | None:
+        return self.work_dir
+
     def _stderr_tail(self) -> str:
         return _tail(self.stderr_file)
 
@@ -306,6 +310,11 @@ def send_init(
     }
     started = time.monotonic()
     worker.cpu_limit_s = float(config.limits.cpu_s)
+    if isinstance(worker, (ProcessWorker, ZygoteWorker)):  # a plain host directory: accounted
+        mib = 1024 * 1024
+        worker.disk_quota = DiskQuota(
+            config.limits.max_disk_mib * mib, config.limits.max_disk_files
+        )
     try:
         value = worker.request(init, config.start_timeout_s, 64 * 1024)
         return dict(value["layers"])
@@ -500,6 +509,9 @@ class ZygoteWorker(FramedWorker):
 
     def _cpu_seconds(self) -> float | None:
         return self.zygote.cpu_s.get(self.pid)
+
+    def _disk_path(self) -> str | None:
+        return self.work_dir
 
     def _death_error(self, op: object) -> SandboxError:
         error = super()._death_error(op)

@@ -132,7 +132,7 @@ class FrameReader:
     def pending(self) -> bool:
         return bool(self.buffer)
 
-    def _fill(self, want: int, deadline: float | None) -> None:
+    def _fill(self, want: int, deadline: float | None, poll=None, poll_s: float = 0.05) -> None:
         while True:
             try:
                 chunk = os.read(self.fd, min(max(want - len(self.buffer), 1 << 16), 1 << 20))
@@ -140,7 +140,10 @@ class FrameReader:
                 left = deadline - time.monotonic() if deadline is not None else None
                 if left is not None and left <= 0:
                     raise TimeoutError("read did not finish before the deadline") from None
-                select.select([self.fd], [], [], left)
+                if poll is not None:
+                    left = poll_s if left is None else min(left, poll_s)
+                if not select.select([self.fd], [], [], left)[0] and poll is not None:
+                    poll()  # may raise: the caller's check while the other side works
                 continue
             except ConnectionResetError:
                 chunk = b""
@@ -149,10 +152,12 @@ class FrameReader:
             self.buffer += chunk
             return
 
-    def read(self, max_bytes: int, deadline: float | None = None) -> object:
-        """One frame; a body over `max_bytes` is FrameError("too_large") before it is read."""
+    def read(self, max_bytes: int, deadline: float | None = None, poll=None) -> object:
+        """One frame; a body over `max_bytes` is FrameError("too_large") before it is read.
+
+        `poll`, when given, is called about every 50 ms while no byte arrives."""
         while len(self.buffer) < HEADER.size:
-            self._fill(HEADER.size, deadline)
+            self._fill(HEADER.size, deadline, poll)
         (size,) = HEADER.unpack_from(self.buffer)
         if size > MAX_FRAME_BYTES:
             raise FrameError(
