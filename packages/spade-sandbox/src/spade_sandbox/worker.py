@@ -118,14 +118,22 @@ class Worker:
         preload(self.allowed)
         work_dir = msg["work_dir"]
         os.chdir(work_dir)
-        layers["unprivileged_uid"] = (
-            _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
-        )
-        _die_with_parent()
+        # Landlock's paths are opened while still privileged: a work root below a directory
+        # uid 65534 cannot traverse (a 0700 parent) stays reachable through these handles.
         read_paths = [p for p in msg.get("read_paths", []) if os.path.exists(p)]
-        layers["landlock"] = (
-            _landlock(work_dir, read_paths) if "landlock" in apply else "unavailable: not requested"
-        )
+        handles = _open_paths(read_paths, work_dir) if "landlock" in apply else []
+        try:
+            layers["unprivileged_uid"] = (
+                _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
+            )
+            _die_with_parent()
+            os.environ["HOME"] = work_dir  # expanduser("~") needs no password database then
+            layers["landlock"] = (
+                _landlock(handles) if "landlock" in apply else "unavailable: not requested"
+            )
+        finally:
+            for fd, _, _ in handles:
+                os.close(fd)
         layers["rlimits"] = _rlimits(limits) if "rlimits" in apply else "unavailable: not requested"
         layers["seccomp"] = _seccomp() if "seccomp" in apply else "unavailable: not requested"
         self.env_builtins = dict(builtins.__dict__)
@@ -460,8 +468,15 @@ def _pick_class(module: types.ModuleType, class_name: str | None) -> type:
 
 def _describe(exc: BaseException) -> str:
     """`Type: text`, plus where in the environment's source it was raised."""
-    text = f"{type(exc).__name__}: {exc}"
-    where = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == ENV_FILENAME]
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:  # a hostile __str__ must not take the worker down
+        text = f"{type(exc).__name__}: <its message could not be read>"
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except BaseException:
+        frames = []
+    where = [f for f in frames if f.filename == ENV_FILENAME]
     if where:
         text += f" (line {where[-1].lineno}, in {where[-1].name})"
     return text[:4000]
@@ -511,7 +526,19 @@ _PR_SET_NO_NEW_PRIVS = 38
 _FS_READ = 1 | 4 | 8  # execute, read_file, read_dir
 
 
-def _landlock(work_dir: str, read_paths: list[str]) -> str:
+_FILE_RIGHTS = 1 | 2 | 4 | (1 << 14)  # execute, write_file, read_file, truncate
+
+
+def _open_paths(read_paths: list[str], work_dir: str) -> list[tuple[int, str, bool]]:
+    """O_PATH handles for the Landlock rules: (fd, "read" or "all", is a directory)."""
+    handles = []
+    for path, rights in [(p, "read") for p in read_paths] + [(work_dir, "all")]:
+        handles.append((os.open(path, os.O_PATH | os.O_CLOEXEC), rights, os.path.isdir(path)))
+    return handles
+
+
+def _landlock(handles: list[tuple[int, str, bool]]) -> str:
+    """Restrict this process to `handles` (opened by `_open_paths`; the caller closes them)."""
     import ctypes
 
     if os.uname().machine != "x86_64":
@@ -552,17 +579,13 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
         _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
     try:
-        for path, access in [(p, _FS_READ) for p in read_paths] + [(work_dir, fs_all)]:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                # Files (not directories) take only file rights.
-                rule = PathBeneath(
-                    access if os.path.isdir(path) else access & (1 | 2 | 4 | (1 << 14)), fd
-                )
-                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
-                    return f"unavailable: landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
-            finally:
-                os.close(fd)
+        for fd, rights, is_dir in handles:
+            access = _FS_READ if rights == "read" else fs_all
+            # Files (not directories) take only file rights.
+            rule = PathBeneath(access if is_dir else access & _FILE_RIGHTS, fd)
+            if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
+                error = os.strerror(ctypes.get_errno())
+                return f"unavailable: landlock_add_rule(fd {fd}) failed ({error})"
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return "unavailable: prctl(PR_SET_NO_NEW_PRIVS) failed"
         if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
