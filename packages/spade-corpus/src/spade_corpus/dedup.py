@@ -194,6 +194,11 @@ def _items(items: se.Corpus | Iterable[tuple[str, str]]) -> list[tuple[str, str]
         if isinstance(items, se.Corpus)
         else list(items)
     )
+    # Lone surrogates cannot be encoded for hashing: they become U+FFFD (a key, not a text).
+    pairs = [
+        (env_id, source.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+        for env_id, source in pairs
+    ]
     seen = set()
     for env_id, _ in pairs:
         if env_id in seen:

@@ -149,20 +149,49 @@ def _constant_expression_problem(
     return None
 
 
+_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+
+
+def _decorator_problem(decorator: ast.expr, modules: set[str], helpers: set[str]) -> str | None:
+    """A decorator is called when its ``def`` runs: only the method kinds, functions of
+    imported modules, the module's own functions and a property's ``.setter``/``.deleter``."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    root = target
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(target, ast.Name) and target.id in _DECORATORS | helpers:
+        pass
+    elif (
+        isinstance(target, ast.Attribute)
+        and isinstance(root, ast.Name)
+        and (root.id in modules or target.attr in ("setter", "getter", "deleter"))
+    ):
+        pass
+    else:
+        return f"a call to {ast.unparse(target)}()"
+    if isinstance(decorator, ast.Call):
+        return _constant_expression_problem(decorator, modules, helpers)
+    return None
+
+
 def _definition_problem(node: ast.stmt, modules: set[str], helpers: set[str]) -> str | None:
     """What runs when a ``def`` or ``class`` statement itself runs: decorators, default
     arguments, base classes and, for a class, its body. None when all of it is constant
     (calls of functions the module defines are allowed here, see ``helpers``)."""
+    for decorator in node.decorator_list:  # type: ignore[attr-defined]
+        problem = _decorator_problem(decorator, modules, helpers)
+        if problem is not None:
+            return f"{problem} as a decorator of {node.name}"  # type: ignore[attr-defined]
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         args = node.args
-        parts = [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d)]
+        parts = [*args.defaults, *(d for d in args.kw_defaults if d)]
         for part in parts:
             problem = _constant_expression_problem(part, modules, helpers)
             if problem is not None:
                 return f"{problem} in a decorator or default argument of {node.name}()"
         return None
     if isinstance(node, ast.ClassDef):
-        parts = [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+        parts = [*node.bases, *(k.value for k in node.keywords)]
         for part in parts:
             problem = _constant_expression_problem(part, modules, helpers)
             if problem is not None:
@@ -352,6 +381,10 @@ def _check_structure(
         raise _reject("syntax_error", f"line {exc.lineno}: {exc.msg}; fix the syntax") from None
     except ValueError as exc:  # e.g. null bytes
         raise _reject("syntax_error", f"{exc}; fix the source text") from None
+    try:  # the compiler's own limits (statically nested blocks, ...) without running anything
+        compile(source, "<environment>", "exec", dont_inherit=True)  # not the tree: deeper
+    except SyntaxError as exc:
+        raise _reject("syntax_error", f"line {exc.lineno}: {exc.msg}; fix the syntax") from None
     imports = _check_imports(tree, allowed_imports)
     _check_module_level(tree)
     env_classes = [

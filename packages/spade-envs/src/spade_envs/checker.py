@@ -394,7 +394,8 @@ def check_solution_not_shown(run: _Run) -> None:
 
 
 def check_determinism_across_instances(run: _Run) -> None:
-    """A second instance (for a sandboxed factory: a second worker) replays the first seed alike.
+    """A second instance (for a sandboxed factory: a second worker) replays the first seed's
+    probe alike and gives every seed's solution again.
 
     Catches episodes salted by ``id(self)``, the process or anything else outside the seed."""
     s = run.played[0]
@@ -412,9 +413,13 @@ def check_determinism_across_instances(run: _Run) -> None:
             other, s.seed, dict(probe_battery(s.first, s.seed))[name], run.max_turns, run.max_chars
         )
         same = first == s.first and again == transcript
-        if same and s.solution_text is not None:
-            _reset(other, s.seed, run.max_chars)
-            same = other.solution() == s.solution_text
+        # Every seed's solution too: one seed's answer can coincide by chance.
+        for played in run.played if same else ():
+            if played.solution_text is not None:
+                _reset(other, played.seed, run.max_chars)
+                if other.solution() != played.solution_text:
+                    same = False
+                    break
     except ContractError:
         raise
     except Exception as exc:

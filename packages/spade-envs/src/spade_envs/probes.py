@@ -34,9 +34,12 @@ COMMON_ANSWERS: tuple[str, ...] = (
 _WORDS = ("up", "down", "left", "right", "go", "stop", "open", "take", "north", "red", "x", "a")
 
 
-def observation_tokens(observation: str, limit: int = 12) -> list[str]:
-    """The first ``limit`` distinct numbers and words of ``observation``."""
-    return list(dict.fromkeys(_TOKEN.findall(observation)))[:limit] or ["0"]
+def observation_tokens(observation: str, limit: int = 16) -> list[str]:
+    """Up to ``limit`` distinct tokens of ``observation``: its numbers first (a leaked answer
+    is most often a number at the end of a long text), then its words."""
+    tokens = list(dict.fromkeys(_TOKEN.findall(observation)))
+    numbers = [t for t in tokens if not t.isalpha()]
+    return (numbers + [t for t in tokens if t.isalpha()])[:limit] or ["0"]
 
 
 def probe_battery(first_observation: str, seed: int) -> list[tuple[str, list[str]]]:

@@ -61,6 +61,28 @@ class _CallError(Exception):
         self.fatal = fatal
 
 
+class _Padding:
+    """A small instance, one of the object sizes `Worker.open` pads the heap with."""
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+
+def _heap_padding() -> list[object]:
+    """Objects of the common small sizes, a random number of each, a random half kept alive:
+    the allocator's free lists then differ from worker to worker, and so do new ids."""
+    import random
+
+    rng = random.Random(os.urandom(16))
+    made = [
+        kind() for kind in (object, list, dict, set, _Padding, _Slotted, bytearray, tuple)
+        for _ in range(rng.randrange(64, 1024))
+    ]  # fmt: skip
+    rng.shuffle(made)  # the half let go is freed in random order: the free lists' heads vary
+    return made[: len(made) // 2]
+
+
 class _CappedText(io.TextIOBase):
     """A text sink that keeps at most `cap` characters and remembers whether it overflowed."""
 
@@ -107,6 +129,7 @@ class Worker:
         self.stderr = _CappedText()
         self.real_import = builtins.__import__
         self.env_builtins: dict = {}
+        self.padding: list[object] = []
 
     # -- isolation -----------------------------------------------------------------------
     def init(self, msg: dict) -> dict:
@@ -230,6 +253,11 @@ class Worker:
 
     def open(self, msg: dict) -> dict:
         code = self.check_imports(msg["source"])
+        # Workers forked from one zygote share a heap layout, so id() of the environment's
+        # objects would repeat from worker to worker and an episode salted by id(self) would
+        # look deterministic. A random amount of live padding makes ids differ per worker.
+        self.padding = []
+        self.padding = _heap_padding()
         module = types.ModuleType(ENV_MODULE)
         module.__dict__["__builtins__"] = self.env_builtins
         sys.modules[ENV_MODULE] = module
