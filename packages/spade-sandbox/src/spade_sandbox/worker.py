@@ -70,17 +70,12 @@ class _Slotted:
 
 
 def _heap_padding() -> list[object]:
-    """Objects of the common small sizes, a random number of each, a random half kept alive:
-    the allocator's free lists then differ from worker to worker, and so do new ids."""
-    import random
-
-    rng = random.Random(os.urandom(16))
-    made = [
-        kind() for kind in (object, list, dict, set, _Padding, _Slotted, bytearray, tuple)
-        for _ in range(rng.randrange(64, 1024))
-    ]  # fmt: skip
-    rng.shuffle(made)  # the half let go is freed in random order: the free lists' heads vary
-    return made[: len(made) // 2]
+    """A random number (1 to 511) of live objects of each common small size: the next objects
+    of those sizes (the environment's) land at addresses, and so ids, that differ from worker
+    to worker, though all are forked from one zygote with one heap layout."""
+    counts = os.urandom(6)
+    kinds = (object, list, dict, _Padding, _Slotted, set)
+    return [kind() for kind, n in zip(kinds, counts) for _ in range(1 + 2 * n)]
 
 
 class _CappedText(io.TextIOBase):
@@ -256,7 +251,7 @@ class Worker:
         # Workers forked from one zygote share a heap layout, so id() of the environment's
         # objects would repeat from worker to worker and an episode salted by id(self) would
         # look deterministic. A random amount of live padding makes ids differ per worker.
-        self.padding = []
+        self.padding = []  # the previous padding is freed first: its slots are reused
         self.padding = _heap_padding()
         module = types.ModuleType(ENV_MODULE)
         module.__dict__["__builtins__"] = self.env_builtins
