@@ -181,6 +181,7 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.slow
 def test_the_example_corpora_pass_and_no_probe_wins_on_more_than_one_seed():
     """No real game newly fails: the 60 example games and the 30 tool-use environments."""
     for path in (se.example_corpus_path(), se.tool_use_corpus_path()):
