@@ -63,7 +63,7 @@ CASES: dict[str, tuple[str, str]] = {
     "very_long_action_wins": (win_when("len(action) > 5000"), "probe_wins"),
     "every_action_wins": (edit(STEP_TOP, STEP_TOP + '        return "Correct!", 1.0, True, False, {}\n'), "reward_ignores_action"),
     "answer_printed_in_the_first_observation": (edit(OBS_END, 'You have {self.max_turns} turns. (\\\\boxed{{{self._secret}}})"'), "solution_leaked"),
-    "answer_number_in_the_first_observation": (edit(OBS_END, 'You have {self.max_turns} turns. Psst: {self._secret}."'), "probe_wins"),
+    "answer_number_in_the_first_observation": (edit("_LOW, _HIGH = 1, 100", "_LOW, _HIGH = 10, 99", OBS_END, 'You have {self.max_turns} turns. Psst: {self._secret}."'), "solution_leaked"),
     "hint_is_the_answer": (win_when('"midpoint" in action'), "hint_is_answer"),
     "hint_shown_after_an_empty_action": (edit(NOT_DIGIT, f'        if not action:\n            observation, reward, terminated = {HINT!r}, 0.0, False\n        elif not text.isdigit():'), "hint_leaked"),
     "hint_shown_after_a_long_action": (edit(NOT_DIGIT, f'        if len(action) > 5000:\n            observation, reward, terminated = {HINT!r}, 0.0, False\n        elif not text.isdigit():'), "hint_leaked"),

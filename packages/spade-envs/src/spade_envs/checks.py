@@ -8,6 +8,7 @@ with the reason codes it can raise.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from .errors import ContractError
 from .probes import ProbeTally, probe_battery
 
 __all__ = ["CHECKS"]
+
+_BOXED_ANSWER = re.compile(r"\\boxed\{(.*)\}", re.S)
 
 
 @dataclass
@@ -168,22 +171,38 @@ def check_seeds_matter(run: _Run) -> None:
         )
 
 
-def check_solution_not_shown(run: _Run) -> None:
-    """The solution's final action is not printed in the first observation of every seed.
+def _shown(action: str, observation: str, answers_vary: bool) -> bool:
+    """Whether ``action``, or (when the answers vary between seeds) the answer inside its
+    ``\\boxed{...}`` (two characters or more, as a whole token) is in ``observation``.
 
-    Requiring every seed keeps a format example (``answer like \\boxed{3}``) that happens to
-    match one seed's answer from counting as a leak."""
+    An answer that is the same for every seed (``\\boxed{done}`` ending a tool-use task) is
+    a protocol word the instructions may name, not a secret."""
+    if action in observation:
+        return True
+    if not answers_vary:
+        return False
+    inner = _BOXED_ANSWER.fullmatch(action.strip())
+    answer = inner.group(1).strip() if inner else ""
+    if len(answer) < 2:  # a one-character answer (a digit, a letter) is in any text by chance
+        return False
+    return re.search(rf"(?<![\w.-]){re.escape(answer)}(?![\w]|\.\d)", observation) is not None
+
+
+def check_solution_not_shown(run: _Run) -> None:
+    """The solution's final action, or its boxed answer, is not printed in the first
+    observation of every seed.
+
+    Requiring every seed keeps a format example (``answer like \\boxed{3}``) or an operand
+    that happens to equal one seed's answer from counting as a leak."""
     if not run.check_solution:
         return
-    leaked = [
-        a[-1]
-        for s in run.played
-        if (a := solution_actions(s.solution_text or "")) and a[-1] in s.first
-    ]
+    finals = [(solution_actions(s.solution_text or "") or [""])[-1] for s in run.played]
+    vary = len(set(finals)) > 1
+    leaked = [f for f, s in zip(finals, run.played, strict=True) if f and _shown(f, s.first, vary)]
     if leaked and len(leaked) == len(run.played):
         raise _fail(
             "solution_leaked",
-            f"the final solution action {leaked[-1][:60]!r} appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
+            f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
         )
 
 

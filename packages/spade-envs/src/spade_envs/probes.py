@@ -34,12 +34,12 @@ COMMON_ANSWERS: tuple[str, ...] = (
 _WORDS = ("up", "down", "left", "right", "go", "stop", "open", "take", "north", "red", "x", "a")
 
 
-def observation_tokens(observation: str, limit: int = 16) -> list[str]:
-    """Up to ``limit`` distinct tokens of ``observation``: its numbers first (a leaked answer
-    is most often a number at the end of a long text), then its words."""
-    tokens = list(dict.fromkeys(_TOKEN.findall(observation)))
-    numbers = [t for t in tokens if not t.isalpha()]
-    return (numbers + [t for t in tokens if t.isalpha()])[:limit] or ["0"]
+def observation_tokens(observation: str, limit: int = 12) -> list[str]:
+    """The first ``limit`` distinct numbers and words of ``observation``, in order.
+
+    (A leaked answer further on is the checker's ``solution_leaked``; trying every number of
+    the observation would also win easy, honest games that offer several attempts.)"""
+    return list(dict.fromkeys(_TOKEN.findall(observation)))[:limit] or ["0"]
 
 
 def probe_battery(first_observation: str, seed: int) -> list[tuple[str, list[str]]]:
@@ -47,7 +47,7 @@ def probe_battery(first_observation: str, seed: int) -> list[tuple[str, list[str
 
     ``empty`` (nothing), ``garbage`` (malformed and empty boxes), ``long`` (10,000 characters),
     ``common`` (common answers), ``random`` (random numbers and words drawn from the seed) and,
-    last, ``tokens`` (every number and word of the first observation, boxed)."""
+    last, ``tokens`` (the first numbers and words of the first observation, boxed)."""
     rng = random.Random(f"spade-probe-{seed}")
     randoms = [
         f"\\boxed{{{rng.randint(-10, 100)}}}" if rng.random() < 0.6 else rng.choice(_WORDS)
