@@ -106,7 +106,7 @@ def _check_imports(tree: ast.Module, allowed: Collection[str]) -> list[str]:
             if top not in allowed:
                 raise _reject(
                     "forbidden_import",
-                    f"line {node.lineno}: module {name!r} is not allowed; use only {', '.join(sorted(allowed))}",
+                    f"line {getattr(node, 'lineno', '?')}: module {name!r} is not allowed; use only {', '.join(sorted(allowed))}",
                 )
             imported.add(top)
     return sorted(imported)

@@ -334,9 +334,10 @@ def run_script(
         worker.close()
     wall_s = time.monotonic() - started
     try:
-        reason = ReasonCode(value["reason"]) if value["reason"] is not None else None
+        reply: dict = value  # type: ignore[assignment]  # checked by the except below
+        reason = ReasonCode(reply["reason"]) if reply["reason"] is not None else None
         return ExecResult(
-            int(value["returncode"]), str(value["stdout"]), str(value["stderr"]), wall_s, reason
+            int(reply["returncode"]), str(reply["stdout"]), str(reply["stderr"]), wall_s, reason
         )
     except (KeyError, TypeError, ValueError):
         return ExecResult(

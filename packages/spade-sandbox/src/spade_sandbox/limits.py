@@ -206,7 +206,7 @@ class SandboxConfig:
                 continue
             name = key[len(ENV_PREFIX) :].lower()
             if name in limit_fields:
-                limits[name] = _parse_number(key, raw, limit_fields[name])
+                limits[name] = _parse_number(key, raw, str(limit_fields[name]))
             elif name == "backend":
                 values["backend"] = raw.strip()
             elif name == "allowed_imports":

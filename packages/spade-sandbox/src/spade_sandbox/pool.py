@@ -96,7 +96,8 @@ class SandboxPool:
                     self._zygote.close()
                     self._zygote = None
                 try:
-                    self._zygote = get_backend(self.config.backend).start_zygote(self.config)
+                    backend = get_backend(self.config.backend)
+                    self._zygote = backend.start_zygote(self.config)  # type: ignore[attr-defined]
                 except SandboxError as exc:
                     log.warning(
                         "spade-sandbox pool: no fork server (%s); starting workers one by one", exc

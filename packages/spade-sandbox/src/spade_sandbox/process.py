@@ -317,7 +317,7 @@ def send_init(
         )
     try:
         value = worker.request(init, config.start_timeout_s, 64 * 1024)
-        return dict(value["layers"])
+        return dict(value["layers"])  # type: ignore[index]  # a TypeError is caught below
     except (SandboxError, KeyError, TypeError) as exc:
         worker.close()
         raise InfrastructureError(

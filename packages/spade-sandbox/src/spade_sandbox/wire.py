@@ -25,6 +25,7 @@ import os
 import select
 import struct
 import time
+from collections.abc import Iterable
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -73,6 +74,7 @@ def nesting_depth(value: object, limit: int = MAX_DEPTH) -> int:
     deepest, todo = 0, [(value, 1)]
     while todo:
         item, depth = todo.pop()
+        children: Iterable[object]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, (list, tuple)):

@@ -75,7 +75,7 @@ def _heap_padding() -> list[object]:
     to worker, though all are forked from one zygote with one heap layout."""
     counts = os.urandom(6)
     kinds = (object, list, dict, _Padding, _Slotted, set)
-    return [kind() for kind, n in zip(kinds, counts) for _ in range(1 + 2 * n)]
+    return [kind() for kind, n in zip(kinds, counts, strict=True) for _ in range(1 + 2 * n)]
 
 
 class _CappedText(io.TextIOBase):
