@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 import spade_envs as se
 
 GUESS_SOURCE = '''

@@ -6,28 +6,50 @@ from conftest import GUESS_HINT, GUESS_SOURCE, broken
 def test_a_good_environment_passes_and_reports_what_was_played(guess_factory):
     report = se.check_env(guess_factory, seeds=(0, 1, 2), hint=GUESS_HINT)
     assert report.seeds == (0, 1, 2)
-    assert report.probe_episodes == 12
+    assert report.probe_episodes == 18
+    assert report.probe_win_rate == 0.0 and set(report.probe_wins) == {
+        "empty",
+        "garbage",
+        "long",
+        "common",
+        "random",
+        "tokens",
+    }
     assert report.solution_turns == 1
     assert report.steps >= 12
 
 
 CASES = {
-    "construct_failed": {"self.max_turns = max_turns\n": "self.max_turns = max_turns\n        raise RuntimeError('no')\n"},
+    "construct_failed": {
+        "self.max_turns = max_turns\n": "self.max_turns = max_turns\n        raise RuntimeError('no')\n"
+    },
     "reset_raised": {"self.secret = self.rng.randint(1, self.high)": "self.secret = 1 / 0"},
-    "reset_return_type": {'), {"turn": 0}': '), None'},
+    "reset_return_type": {'), {"turn": 0}': "), None"},
     "step_raised": {"guess = int(found[-1])": "guess = int(found[-1]) / 0"},
-    "step_return_type": {"return obs, reward, term, trunc, {\"turn\": self.turn}": "return obs, reward, term, trunc"},
-    "reward_not_finite": {'obs = "Higher." if guess < self.secret else "Lower."\n                reward, term = 0.0, False':
-                          'obs = "Higher." if guess < self.secret else "Lower."\n                reward, term = float("nan"), False'},
-    "reward_out_of_bounds": {'obs, reward, term = "Correct!", 1.0, True': 'obs, reward, term = "Correct!", 10.0, True'},
+    "step_return_type": {
+        'return obs, reward, term, trunc, {"turn": self.turn}': "return obs, reward, term, trunc"
+    },
+    "reward_not_finite": {
+        'obs = "Higher." if guess < self.secret else "Lower."\n                reward, term = 0.0, False': 'obs = "Higher." if guess < self.secret else "Lower."\n                reward, term = float("nan"), False'
+    },
+    "reward_out_of_bounds": {
+        'obs, reward, term = "Correct!", 1.0, True': 'obs, reward, term = "Correct!", 10.0, True'
+    },
     "no_termination": {"trunc = not term and self.turn >= self.max_turns": "trunc = False"},
     "nondeterministic": {"self.rng = random.Random(seed)": "self.rng = random.Random()"},
     "seed_ignored": {"self.rng = random.Random(seed)": "self.rng = random.Random(7)"},
     "solution_fails": {"{{{self.secret}}}": "{{{self.secret + 1}}}"},
-    "solution_type": {'return f"': "return 42 or f\""},
+    "solution_type": {'return f"': 'return 42 or f"'},
     "info_not_json": {'{"turn": self.turn}': '{"turn": object()}'},
     "observation_empty": {'"Higher." if guess < self.secret else "Lower."': '""'},
-    "close_raised": {"    def close(self):\n        pass": "    def close(self):\n        raise OSError('x')"},
+    "close_raised": {
+        "    def close(self):\n        pass": "    def close(self):\n        raise OSError('x')"
+    },
+    "observation_charset": {'"Higher." if guess': '"\\x1b[1mHigher." if guess'},
+    "probe_wins": {"if guess == self.secret:": "if guess in (self.secret, 0):"},
+    "reward_ignores_action": {
+        "        self.turn += 1\n": "        self.turn += 1\n        return 'Correct!', 1.0, True, False, {}\n"
+    },
 }
 
 
@@ -71,3 +93,34 @@ def test_step_result_checker_accepts_ints_and_rejects_bools_as_rewards():
         se.check_step_result(("ok", True, True, False, {}))
     with pytest.raises(se.ContractError, match="step_return_type"):
         se.check_step_result(("ok", 0.0, 1, False, {}))
+
+
+def test_a_second_instance_must_play_the_same_seed_alike():
+    factory = se.load_env(
+        broken({"self.rng = random.Random(seed)": "self.rng = random.Random(seed + id(self))"})
+    )
+    with pytest.raises(se.ContractError, match="second instance") as info:
+        se.check_env(factory, seeds=(0, 1, 2))
+    assert info.value.code == "nondeterministic"
+
+
+def test_checks_are_named_and_declare_their_reason_codes():
+    from spade_envs.checks import CHECKS
+
+    names = [name for name, *_ in CHECKS]
+    assert len(set(names)) == len(names)
+    declared = {code for *_, codes in CHECKS for code in codes}
+    assert declared <= set(se.REASON_CODES)
+    # Raised by check_env itself: constructing, the empty hint and close().
+    assert (
+        set(se.REASON_CODES) - declared
+        == {"construct_failed", "hint_empty", "close_raised"} - declared
+    )
+
+
+def test_probe_results_are_in_the_report(guess_factory):
+    report = se.check_env(guess_factory, seeds=(0, 1, 2, 3, 4))
+    assert report.probe_win_rate == 0.0
+    assert report.probe_wins == dict.fromkeys(
+        ("empty", "garbage", "long", "common", "random", "tokens"), 0
+    )

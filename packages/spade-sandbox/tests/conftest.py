@@ -133,3 +133,20 @@ def descendants() -> set[int]:
 def open_fds() -> int:
     gc.collect()  # sockets and pipes only garbage holds would otherwise close mid-test
     return len(os.listdir("/proc/self/fd"))
+
+
+# -- the red-team suite's summary line (test_redteam.py; spade-corpus has its own) ---------
+_REDTEAM = {"cases": 0, "contained": 0}
+
+
+def pytest_runtest_logreport(report) -> None:
+    if "test_redteam" in report.nodeid and report.when == "call":
+        _REDTEAM["cases"] += 1
+        _REDTEAM["contained"] += int(report.passed)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _REDTEAM["cases"]:
+        terminalreporter.write_line(
+            f"red team (spade-sandbox): {_REDTEAM['cases']} cases, {_REDTEAM['contained']} contained"
+        )

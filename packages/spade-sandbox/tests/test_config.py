@@ -145,7 +145,8 @@ def test_errors_pickle_keep_their_family_and_reason():
 def test_reason_codes_are_the_published_strings():
     assert {r.value for r in ReasonCode} == {
         "timeout", "memory", "crashed", "forbidden_syscall", "forbidden_import", "bad_return",
-        "output_too_large", "protocol_error", "env_exception", "limit_exceeded", "infrastructure",
+        "output_too_large", "protocol_error", "env_exception", "limit_exceeded", "disk_quota",
+        "infrastructure",
     }  # fmt: skip
     assert ReasonCode("timeout") == "timeout"
 

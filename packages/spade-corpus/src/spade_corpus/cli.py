@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -16,12 +17,32 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: command -> (module, add-arguments function, run function, help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
-    "validate": ("validate", "add_arguments", "run", "validate environments (structural + sandboxed runtime checks)"),
-    "verify": ("checksum", "add_verify_arguments", "run_verify", "re-check every checksum and name every bad record"),
-    "checksum": ("checksum", "add_checksum_arguments", "run_checksum", "print the corpus manifest summary (counts, whole-corpus checksum)"),
+    "validate": (
+        "validate",
+        "add_arguments",
+        "run",
+        "validate environments (structural + sandboxed runtime checks)",
+    ),
+    "verify": (
+        "checksum",
+        "add_verify_arguments",
+        "run_verify",
+        "re-check every checksum and name every bad record",
+    ),
+    "checksum": (
+        "checksum",
+        "add_checksum_arguments",
+        "run_checksum",
+        "print the corpus manifest summary (counts, whole-corpus checksum)",
+    ),
     "dedup": ("dedup", "add_arguments", "run", "find exact and near-duplicate environments"),
     "pack": ("pack", "add_arguments", "run", "convert between corpus directory, JSONL and Parquet"),
-    "stats": ("stats", "add_arguments", "run", "statistics per skill, sizes, pass rate, difficulty; PNG chart"),
+    "stats": (
+        "stats",
+        "add_arguments",
+        "run",
+        "statistics per skill, sizes, pass rate, difficulty; PNG chart",
+    ),
     "sample-grounding": ("grounding", "add_arguments", "run", "print seeded grounding snippets"),
 }
 
@@ -50,11 +71,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, run = _command(args.command)
     try:
         return run(args)
-    except (spade_envs.SpadeEnvsError, GroundingError, FileNotFoundError, NotADirectoryError, FileExistsError) as exc:
+    except (
+        spade_envs.SpadeEnvsError,
+        GroundingError,
+        FileNotFoundError,
+        NotADirectoryError,
+        FileExistsError,
+    ) as exc:
         print(f"spade-corpus: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug or a hostile input nobody foresaw: one line, not a traceback
+        if os.environ.get("SPADE_CORPUS_TRACEBACK"):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        print(
+            f"spade-corpus {args.command}: internal error: {type(exc).__name__}: {text} "
+            "(set SPADE_CORPUS_TRACEBACK=1 to see where)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -71,11 +71,14 @@ def _strip_docstrings(tree: ast.AST) -> None:
 def normalize_source(source: str) -> str:
     """Canonical text of a module: no docstrings or comments, whitespace as ``ast.unparse`` prints it."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+        with se.PARSE_LOCK:
+            tree = ast.parse(source)
+        _strip_docstrings(tree)
+        return ast.unparse(tree)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # Unparsable, or nested too deeply for the parser or for unparse (a 1,200-term sum):
+        # the text itself, without blank lines and trailing spaces, is the key then.
         return "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
-    _strip_docstrings(tree)
-    return ast.unparse(tree)
 
 
 def exact_key(source: str) -> str:
@@ -115,7 +118,7 @@ def structure_tokens(source: str) -> list[str]:
                 continue
             else:
                 out.append(tok.string)
-    except (tokenize.TokenError, SyntaxError):
+    except (tokenize.TokenError, SyntaxError, RecursionError, MemoryError):
         out = text.split()
     return out
 
@@ -191,6 +194,11 @@ def _items(items: se.Corpus | Iterable[tuple[str, str]]) -> list[tuple[str, str]
         if isinstance(items, se.Corpus)
         else list(items)
     )
+    # Lone surrogates cannot be encoded for hashing: they become U+FFFD (a key, not a text).
+    pairs = [
+        (env_id, source.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+        for env_id, source in pairs
+    ]
     seen = set()
     for env_id, _ in pairs:
         if env_id in seen:

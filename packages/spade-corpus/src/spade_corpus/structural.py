@@ -7,7 +7,9 @@ code and a one-line message saying how to fix it) for the first rule it breaks:
 * every ``import`` names a module of the sandbox's allow-list, and ``__import__`` is not used;
 * module level holds only a docstring, imports, function and class definitions and constant
   assignments (to plain names, of expressions that call nothing but pure builtins, functions
-  of imported modules and comprehensions) — importing the module has no side effects;
+  of imported modules and comprehensions) — importing the module has no side effects; the
+  same holds for what a ``def`` or ``class`` statement runs: decorators, default arguments,
+  base classes and class bodies (which may also call the module's own functions);
 * exactly one top-level class whose name ends in ``Env`` (found with ``spade_envs.find_env_class``);
 * that class (or a base class defined in the module) defines ``reset``, ``step``, ``solution``
   and ``close`` with callable signatures, and an ``__init__`` that takes ``max_turns`` and
@@ -40,6 +42,7 @@ DEFAULT_MAX_SOURCE_BYTES = 64 * 1024
 STRUCTURAL_REASONS: dict[str, str] = {
     "source_too_large": "the source is larger than the size limit",
     "syntax_error": "the source does not parse as Python",
+    "too_deep": "the source nests expressions or blocks too deeply for the parser or the checks",
     "no_env_class": "no top-level class whose name ends in 'Env'",
     "multiple_env_classes": "more than one top-level class whose name ends in 'Env'",
     "missing_method": "the environment class lacks reset, step, solution or close",
@@ -103,7 +106,7 @@ def _check_imports(tree: ast.Module, allowed: Collection[str]) -> list[str]:
             if top not in allowed:
                 raise _reject(
                     "forbidden_import",
-                    f"line {node.lineno}: module {name!r} is not allowed; use only {', '.join(sorted(allowed))}",
+                    f"line {getattr(node, 'lineno', '?')}: module {name!r} is not allowed; use only {', '.join(sorted(allowed))}",
                 )
             imported.add(top)
     return sorted(imported)
@@ -119,14 +122,19 @@ def _module_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _constant_expression_problem(value: ast.expr, modules: set[str]) -> str | None:
-    """Why ``value`` is not a side-effect-free constant expression, or None when it is."""
+def _constant_expression_problem(
+    value: ast.expr, modules: set[str], helpers: Collection[str] = ()
+) -> str | None:
+    """Why ``value`` is not a side-effect-free constant expression, or None when it is.
+
+    ``helpers``: names of functions defined at module level that may be called too (class
+    bodies and default arguments may call them: the tool-use corpus builds schemas so)."""
     for node in ast.walk(value):
         if isinstance(node, (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)):
             return f"a {type(node).__name__} expression"
         if isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Name) and func.id in PURE_BUILTINS:
+            if isinstance(func, ast.Name) and (func.id in PURE_BUILTINS or func.id in helpers):
                 continue
             root = func
             while isinstance(root, ast.Attribute):
@@ -141,31 +149,94 @@ def _constant_expression_problem(value: ast.expr, modules: set[str]) -> str | No
     return None
 
 
+_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+
+
+def _decorator_problem(decorator: ast.expr, modules: set[str], helpers: set[str]) -> str | None:
+    """A decorator is called when its ``def`` runs: only the method kinds, functions of
+    imported modules, the module's own functions and a property's ``.setter``/``.deleter``."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    root = target
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(target, ast.Name) and target.id in _DECORATORS | helpers:
+        pass
+    elif (
+        isinstance(target, ast.Attribute)
+        and isinstance(root, ast.Name)
+        and (root.id in modules or target.attr in ("setter", "getter", "deleter"))
+    ):
+        pass
+    else:
+        return f"a call to {ast.unparse(target)}()"
+    if isinstance(decorator, ast.Call):
+        return _constant_expression_problem(decorator, modules, helpers)
+    return None
+
+
+def _definition_problem(node: ast.stmt, modules: set[str], helpers: set[str]) -> str | None:
+    """What runs when a ``def`` or ``class`` statement itself runs: decorators, default
+    arguments, base classes and, for a class, its body. None when all of it is constant
+    (calls of functions the module defines are allowed here, see ``helpers``)."""
+    for decorator in node.decorator_list:  # type: ignore[attr-defined]
+        problem = _decorator_problem(decorator, modules, helpers)
+        if problem is not None:
+            return f"{problem} as a decorator of {node.name}"  # type: ignore[attr-defined]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        parts = [*args.defaults, *(d for d in args.kw_defaults if d)]
+        for part in parts:
+            problem = _constant_expression_problem(part, modules, helpers)
+            if problem is not None:
+                return f"{problem} in a decorator or default argument of {node.name}()"
+        return None
+    if isinstance(node, ast.ClassDef):
+        parts = [*node.bases, *(k.value for k in node.keywords)]
+        for part in parts:
+            problem = _constant_expression_problem(part, modules, helpers)
+            if problem is not None:
+                return f"{problem} in a decorator or base of class {node.name}"
+        for index, stmt in enumerate(node.body):
+            problem = _statement_problem(stmt, index, modules, helpers, in_class=True)
+            if problem is not None:
+                return f"{problem} in the body of class {node.name}"
+    return None
+
+
+def _statement_problem(
+    node: ast.stmt, index: int, modules: set[str], helpers: set[str], in_class: bool = False
+) -> str | None:
+    """Why running ``node`` at import time could have a side effect, or None."""
+    if isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass)):
+        return None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return _definition_problem(node, modules, helpers)
+    if (
+        index == 0
+        and isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ):
+        return None  # a docstring
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            for part in ast.walk(target):
+                if isinstance(part, (ast.Attribute, ast.Subscript, ast.Starred)):
+                    return f"an assignment to {ast.unparse(part)}"
+        if node.value is not None:
+            # Module-level constants may not call the module's own functions (the stricter,
+            # original rule); class attributes may, as the tool-use corpus's schemas do.
+            return _constant_expression_problem(node.value, modules, helpers if in_class else ())
+        return None
+    return "the statement " + repr(ast.unparse(node).splitlines()[0][:60])
+
+
 def _check_module_level(tree: ast.Module) -> None:
     modules = _module_names(tree)
+    helpers = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for index, node in enumerate(tree.body):
-        if isinstance(
-            node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-        ):
-            continue
-        if (
-            index == 0
-            and isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            continue  # the module docstring
-        problem = None
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                for part in ast.walk(target):
-                    if isinstance(part, (ast.Attribute, ast.Subscript, ast.Starred)):
-                        problem = f"an assignment to {ast.unparse(part)}"
-            if problem is None and node.value is not None:
-                problem = _constant_expression_problem(node.value, modules)
-        else:
-            problem = "the statement " + repr(ast.unparse(node).splitlines()[0][:60])
+        problem = _statement_problem(node, index, modules, helpers)
         if problem is not None:
             raise _reject(
                 "top_level_side_effect",
@@ -284,7 +355,16 @@ def check_structure(
     ``validate_many`` calls this from threads, so all of its parsing is serialized.
     """
     with se.PARSE_LOCK:
-        return _check_structure(source, allowed_imports, skill, max_source_bytes)
+        try:
+            return _check_structure(source, allowed_imports, skill, max_source_bytes)
+        except (RecursionError, MemoryError):
+            # Hostile structure (an expression nested thousands deep) exhausts the parser's or
+            # a recursive check's stack: a verdict on the source, never a crash of the caller.
+            raise _reject(
+                "too_deep",
+                "the source nests an expression or block too deeply to check; flatten it "
+                "(use loops or lists instead of deeply nested expressions)",
+            ) from None
 
 
 def _check_structure(
@@ -301,6 +381,10 @@ def _check_structure(
         raise _reject("syntax_error", f"line {exc.lineno}: {exc.msg}; fix the syntax") from None
     except ValueError as exc:  # e.g. null bytes
         raise _reject("syntax_error", f"{exc}; fix the source text") from None
+    try:  # the compiler's own limits (statically nested blocks, ...) without running anything
+        compile(source, "<environment>", "exec", dont_inherit=True)  # not the tree: deeper
+    except SyntaxError as exc:
+        raise _reject("syntax_error", f"line {exc.lineno}: {exc.msg}; fix the syntax") from None
     imports = _check_imports(tree, allowed_imports)
     _check_module_level(tree)
     env_classes = [

@@ -6,9 +6,9 @@ Every generated environment passes through :func:`validate_source` before it is 
    signatures, import policy, no module-level side effects, skill attribute. Nothing runs.
 2. **runtime**: ``spade_envs.check_env`` plays the environment in spade-sandbox (reset over the
    seeds, probe actions, bounds, termination, determinism, seeds matter, the hint is non-empty,
-   never shown and not itself the answer, ``solution()`` wins). Its ``ContractError.code`` is the
-   reason. One check is added here: the solution's final action must not be printed in the
-   first observation (``solution_leaked``).
+   never shown and not itself the answer, ``solution()`` wins, the answer is not printed, a
+   second worker plays alike, no reward-hack probe wins on most seeds). Its
+   ``ContractError.code`` is the reason; the probe win rate lands in ``checks``.
 
 A failure is data, never an exception: the :class:`ValidationReport` carries one reason code
 from :data:`VALIDATION_REASONS` and a one-line message. When the sandbox stopped the
@@ -87,6 +87,7 @@ _SANDBOX_DESCRIPTIONS: dict[str, str] = {
     "protocol_error": "the worker's channel carried something that is not a valid frame",
     "env_exception": "the environment raised where the contract checker names no method",
     "limit_exceeded": "a per-episode limit of the sandbox (steps, episode wall time) was reached",
+    "disk_quota": "the environment filled its work directory past the sandbox's disk quota (bytes or files)",
     "infrastructure": "the sandbox itself failed (no worker could start, pool closed); not the environment's fault",
 }
 _SANDBOX_REASONS: dict[str, str] = {
@@ -200,33 +201,14 @@ def _classify(code: str | None, message: str, cause: BaseException | None) -> _R
     return _RuntimeFailure(code or "validator_error", message, None, code is None)
 
 
-def _check_leak_and_close(
-    source: str, class_name: str, max_turns: int, seeds: Sequence[int], config: Any, pool: Any
-) -> None:
-    """The two runtime checks check_env cannot make under the sandbox.
-
-    * ``solution_leaked``: the final solution action is printed in the first observation of
-      every seed. Requiring every seed keeps a format example (``answer like \\boxed{3}``) that
-      happens to match one seed's answer from counting as a leak.
-    * ``close_raised``: ``SandboxedEnv.close()`` runs the environment's ``close()`` but ignores
-      its errors (the worker exits anyway), so it is called here by name first.
-    """
+def _check_close(source: str, class_name: str, max_turns: int, config: Any, pool: Any) -> None:
+    """``close_raised``, which check_env cannot see under the sandbox: ``SandboxedEnv.close()``
+    runs the environment's ``close()`` but ignores its errors (the worker exits anyway), so it
+    is called here by name first."""
     opener = pool.open_env if pool is not None else functools.partial(ss.open_env, config=config)
     env = opener(source, class_name=class_name, kwargs={"max_turns": max_turns})
     try:
-        leaked = []
-        for seed in seeds:
-            observation, _ = env.reset(seed=seed)
-            solution = env.call("solution")
-            actions = se.solution_actions(solution) if isinstance(solution, str) else []
-            if actions and actions[-1] in observation:
-                leaked.append(actions[-1])
-        if len(leaked) == len(seeds):
-            raise se.ContractError(
-                "solution_leaked",
-                f"the final solution action {leaked[-1][:60]!r} appears in the first observation for seeds "
-                f"{list(seeds)}; do not print the answer",
-            )
+        env.reset(seed=0)
         try:
             env.call("close")
         except ss.SandboxError as exc:
@@ -254,7 +236,7 @@ def _run_checks(
     )
     try:
         report = se.check_env(factory, seeds=seeds, max_turns=max_turns, hint=hint)
-        _check_leak_and_close(source, class_name, max_turns, seeds, config, pool)
+        _check_close(source, class_name, max_turns, config, pool)
         if tool_checks is not None:
             tool_checks.update(
                 check_tool_env(
@@ -368,11 +350,44 @@ def validate_source(
         steps=result.steps,
         solution_turns=result.solution_turns,
         max_first_observation_chars=result.max_first_observation_chars,
+        probe_win_rate=result.probe_win_rate,
+        probe_wins=result.probe_wins,
         runtime_s=round(time.perf_counter() - runtime_start, 4),
         **(tool_checks or {}),
     )
     message = f"passed: {len(result.seeds)} seeds, {result.steps} probe steps, solution wins in {result.solution_turns} turn(s)"
     return report(True, None, message, "runtime", checks)
+
+
+def _validate_item(
+    item: ValidationItem, pool: ss.SandboxPool, seeds: Sequence[int], mode: str = "strict"
+) -> ValidationReport:
+    """validate_source for one batch item; whatever goes wrong is that item's report, so one
+    item (a bad skill name, a validator bug) never aborts the batch."""
+    start = time.perf_counter()
+    try:
+        return validate_source(
+            item.source,
+            item.hint,
+            skill=item.skill,
+            max_turns=item.max_turns,
+            pool=pool,
+            env_id=item.env_id,
+            seeds=seeds,
+            mode=mode,
+        )
+    except Exception as exc:
+        message = _one_line(f"the validator failed: {type(exc).__name__}: {exc}")
+        return ValidationReport(
+            False,
+            "validator_error",
+            message,
+            "structural",
+            {},
+            time.perf_counter() - start,
+            item.env_id,
+            infrastructure=True,
+        )
 
 
 def validate_many(
@@ -405,20 +420,7 @@ def validate_many(
             ) as executor,
             tqdm(total=len(items), desc="validating", unit="env", disable=not progress) as bar,
         ):
-            futures = [
-                executor.submit(
-                    validate_source,
-                    item.source,
-                    item.hint,
-                    skill=item.skill,
-                    max_turns=item.max_turns,
-                    pool=pool,
-                    env_id=item.env_id,
-                    seeds=seeds,
-                    mode=mode,
-                )
-                for item in items
-            ]
+            futures = [executor.submit(_validate_item, item, pool, seeds, mode) for item in items]
             for _done in as_completed(futures):
                 bar.update(1)
             return [future.result() for future in futures]
@@ -581,6 +583,9 @@ def _read_items(
 def _write_json_atomically(path: Path, data: Any) -> None:
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; the report is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2, ensure_ascii=False)
             handle.write("\n")

@@ -6,6 +6,7 @@ from .doctor import doctor_layers, doctor_report
 from .environment import SandboxedEnv, open_env, run, start_worker
 from .errors import (
     BadReturn,
+    DiskQuotaExceeded,
     EnvException,
     ForbiddenImport,
     ForbiddenSyscall,
@@ -66,6 +67,7 @@ __all__ = [
     "ForbiddenSyscall",
     "FramedWorker",
     "InfrastructureError",
+    "DiskQuotaExceeded",
     "LimitExceeded",
     "Limits",
     "OutputTooLarge",

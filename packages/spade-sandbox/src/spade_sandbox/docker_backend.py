@@ -387,7 +387,8 @@ class DockerBackend:
                 ipc_mode="none",
                 read_only=True,
                 tmpfs={
-                    SANDBOX_WORK_DIR: f"{tmpfs_flags},size={options.work_mib}m",
+                    SANDBOX_WORK_DIR: f"{tmpfs_flags},size={min(options.work_mib, config.limits.max_disk_mib)}m,"
+                    f"nr_inodes={config.limits.max_disk_files}",
                     "/tmp": f"{tmpfs_flags},size={TMP_MIB}m",
                 },
                 mem_limit=memory,

@@ -121,21 +121,30 @@ class SandboxedEnv:
 
     # -- lifecycle ---------------------------------------------------------------------
     def _load(self) -> None:
-        worker = self._worker_source()
-        try:
-            value = worker.request(
-                {
-                    "op": "open",
-                    "source": self.source,
-                    "class_name": self.requested_class,
-                    "kwargs": self.kwargs,
-                },
-                self.config.limits.call_wall_s,
-                self.config.limits.max_output_bytes,
-            )
-        except BaseException:
-            worker.close()
-            raise
+        # An infrastructure fault (a warm worker whose pool's fork server died) is retried once
+        # on a fresh worker: the pool restarts its fork server when the next worker is made.
+        for attempt in (1, 2):
+            worker = self._worker_source()
+            try:
+                value = worker.request(
+                    {
+                        "op": "open",
+                        "source": self.source,
+                        "class_name": self.requested_class,
+                        "kwargs": self.kwargs,
+                    },
+                    self.config.limits.call_wall_s,
+                    self.config.limits.max_output_bytes,
+                )
+            except InfrastructureError:
+                worker.close()
+                if attempt == 2:
+                    raise
+                continue
+            except BaseException:
+                worker.close()
+                raise
+            break
         if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
             worker.close()
             raise error_for(ReasonCode.PROTOCOL_ERROR, "the worker's open reply is malformed")
@@ -212,9 +221,15 @@ class SandboxedEnv:
         limits = self.config.limits
         self._episode_started = None
         started = time.monotonic()
-        value = self._request(
-            {"op": "reset", "seed": seed}, limits.call_wall_s, limits.max_output_bytes
-        )
+        message = {"op": "reset", "seed": seed}
+        try:
+            value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
+        except InfrastructureError:
+            # The worker was lost to the sandbox (a fork server died, an outside kill): a new
+            # episode may start on a fresh one; a second fault is reported.
+            self._worker = None
+            self._load()
+            value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
         try:
             obs, info = wire.check_reset(value, limits.max_output_bytes, decoded=True)
         except wire.ValueCheckError as exc:
@@ -326,9 +341,10 @@ def run_script(
         worker.close()
     wall_s = time.monotonic() - started
     try:
-        reason = ReasonCode(value["reason"]) if value["reason"] is not None else None
+        reply: dict = value  # type: ignore[assignment]  # checked by the except below
+        reason = ReasonCode(reply["reason"]) if reply["reason"] is not None else None
         return ExecResult(
-            int(value["returncode"]), str(value["stdout"]), str(value["stderr"]), wall_s, reason
+            int(reply["returncode"]), str(reply["stdout"]), str(reply["stderr"]), wall_s, reason
         )
     except (KeyError, TypeError, ValueError):
         return ExecResult(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 
-class ReasonCode(str, Enum):
+class ReasonCode(str, Enum):  # noqa: UP042 (str() must stay "ReasonCode.X"; StrEnum changes it)
     """Why a sandboxed call failed; the value is the stable string written to logs and records."""
 
     TIMEOUT = "timeout"
@@ -34,6 +34,8 @@ class ReasonCode(str, Enum):
     """The environment's own code raised; the message carries the exception type and text."""
     LIMIT_EXCEEDED = "limit_exceeded"
     """A per-episode limit (`max_steps`, `episode_wall_s`) was reached."""
+    DISK_QUOTA = "disk_quota"
+    """The work directory went over `Limits.max_disk_mib` bytes or `Limits.max_disk_files` files."""
     INFRASTRUCTURE = "infrastructure"
     """The sandbox itself failed (could not start a worker, a required layer is missing)."""
 
@@ -100,6 +102,10 @@ class LimitExceeded(SandboxError):
     default_reason = ReasonCode.LIMIT_EXCEEDED
 
 
+class DiskQuotaExceeded(SandboxError):
+    default_reason = ReasonCode.DISK_QUOTA
+
+
 class InfrastructureError(SandboxError):
     default_reason = ReasonCode.INFRASTRUCTURE
 
@@ -117,6 +123,7 @@ _CLASS_FOR_REASON: dict[ReasonCode, type[SandboxError]] = {
         ProtocolError,
         EnvException,
         LimitExceeded,
+        DiskQuotaExceeded,
         InfrastructureError,
     )
 }

@@ -59,6 +59,10 @@ class Limits:
     """Processes and threads (RLIMIT_NPROC, counted per uid; new processes are refused anyway)."""
     max_file_mib: int = 16
     """Largest file the environment may write (RLIMIT_FSIZE)."""
+    max_disk_mib: int = 64
+    """Bytes the work directory may hold in all (the disk quota; reason `disk_quota`)."""
+    max_disk_files: int = 2000
+    """Files and directories (inodes) the work directory may hold (the disk quota)."""
     max_open_files: int = 64
     """Open file descriptors (RLIMIT_NOFILE)."""
     max_output_kib: int = 256
@@ -204,7 +208,7 @@ class SandboxConfig:
                 continue
             name = key[len(ENV_PREFIX) :].lower()
             if name in limit_fields:
-                limits[name] = _parse_number(key, raw, limit_fields[name])
+                limits[name] = _parse_number(key, raw, str(limit_fields[name]))
             elif name == "backend":
                 values["backend"] = raw.strip()
             elif name == "allowed_imports":

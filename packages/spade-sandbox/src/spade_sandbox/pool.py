@@ -32,6 +32,12 @@ REFILL_PAUSE_S = 0.05
 does not compete (CPU, GIL) with the environment that was just opened."""
 
 
+def _usable(worker: WorkerHandle) -> bool:
+    """A spare still alive, and its fork server (if any) too."""
+    zygote = getattr(worker, "zygote", None)
+    return worker.alive and (zygote is None or zygote.alive)
+
+
 class SandboxPool:
     """`size` warm workers for one `SandboxConfig`; `open_env` and `run` as the module functions."""
 
@@ -90,7 +96,8 @@ class SandboxPool:
                     self._zygote.close()
                     self._zygote = None
                 try:
-                    self._zygote = get_backend(self.config.backend).start_zygote(self.config)
+                    backend = get_backend(self.config.backend)
+                    self._zygote = backend.start_zygote(self.config)  # type: ignore[attr-defined]
                 except SandboxError as exc:
                     log.warning(
                         "spade-sandbox pool: no fork server (%s); starting workers one by one", exc
@@ -107,8 +114,14 @@ class SandboxPool:
             if self._closed:
                 raise InfrastructureError("this SandboxPool is closed")
             worker = self._spares.popleft() if self._spares else None
+            stale = []
+            while worker is not None and not _usable(worker):
+                stale.append(worker)
+                worker = self._spares.popleft() if self._spares else None
             self._last_take = time.monotonic()
             self._cond.notify_all()
+        for dead in stale:  # forked by a fork server that has died since
+            dead.close()
         return worker if worker is not None else self._make_worker()
 
     @property

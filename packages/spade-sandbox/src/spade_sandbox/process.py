@@ -10,10 +10,12 @@ killing the whole process group with SIGKILL; every child is reaped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import itertools
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
 from .protocol import FramedWorker
+from .quota import DiskQuota
 
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
@@ -58,6 +61,52 @@ def python_path(config: SandboxConfig) -> list[str]:
 def _inner(extra: Sequence[str], bwrap: str | None) -> list[str]:
     """Where the ``python_path`` directories are seen by the worker."""
     return [f"{SANDBOX_PATH_DIR}/{i}" for i in range(len(extra))] if bwrap else list(extra)
+
+
+class _Spawner:
+    """Starts every sandbox process from one long-lived thread.
+
+    A child's parent-death signal (bubblewrap's --die-with-parent, the worker's
+    PR_SET_PDEATHSIG) follows the *thread* that forked it: a worker opened from a short-lived
+    thread would die when that thread exits. Forking from a thread that lives as long as the
+    process ties the worker to the process instead."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def _serve(self) -> None:
+        while True:
+            fn, done = self._queue.get()
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # handed to the caller
+                done.set_exception(exc)
+
+    def call(self, fn):
+        if threading.current_thread() is self._thread:
+            return fn()
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                self._queue = queue.SimpleQueue()  # a forked host starts afresh
+                self._thread = threading.Thread(
+                    target=self._serve, name="spade-sandbox-spawner", daemon=True
+                )
+                self._pid = os.getpid()
+                self._thread.start()
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            self._queue.put((fn, done))
+        return done.result()
+
+
+_SPAWNER = _Spawner()
+
+
+def spawn(argv: list[str], **popen_kwargs) -> subprocess.Popen:
+    """`subprocess.Popen(argv, ...)` forked from the process-long spawner thread."""
+    return _SPAWNER.call(lambda: subprocess.Popen(argv, **popen_kwargs))
 
 
 def interpreter() -> tuple[str, str]:
@@ -134,6 +183,15 @@ def _bwrap_mounts(work_dir: str, extra: Sequence[str] = ()) -> list[str]:
     return args
 
 
+def _tail(stderr_file, size: int = 2000) -> str:
+    """The last `size` bytes a worker wrote to its private stderr file, as text."""
+    try:
+        end = os.fstat(stderr_file.fileno()).st_size
+        return os.pread(stderr_file.fileno(), size, max(0, end - size)).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+
+
 class ProcessWorker(FramedWorker):
     """One worker process (bwrap + interpreter) and its private work dir and stderr file."""
 
@@ -150,6 +208,7 @@ class ProcessWorker(FramedWorker):
         self.proc = proc
         self.stderr_file = stderr_file
         self.via_bwrap = via_bwrap
+        self.cpu_s: float | None = None
 
     def _kill(self) -> None:
         try:
@@ -158,23 +217,43 @@ class ProcessWorker(FramedWorker):
             pass
 
     def _reap(self, timeout_s: float) -> int | None:
-        try:
-            status = self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return None
+        status = self.proc.returncode
+        if status is None:
+            status = self._wait4(timeout_s)
+            if status is None:
+                return None
         # bwrap reports a child killed by signal N as exit status 128 + N.
         if self.via_bwrap and status > 128:
             return -(status - 128)
         return status
 
+    def _wait4(self, timeout_s: float) -> int | None:
+        """Reap the process with its resource usage (the CPU it used is evidence, see
+        `FramedWorker._sigkill_error`); None when it is still running after `timeout_s`."""
+        deadline, delay = time.monotonic() + timeout_s, 0.0005
+        while True:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                return self.proc.wait()
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu_s = usage.ru_utime + usage.ru_stime
+                return self.proc.returncode
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.05)
+
+    def _cpu_seconds(self) -> float | None:
+        return self.cpu_s
+
+    def _disk_path(self) -> str | None:
+        return self.work_dir
+
     def _stderr_tail(self) -> str:
-        try:
-            self.stderr_file.seek(0, os.SEEK_END)
-            size = self.stderr_file.tell()
-            self.stderr_file.seek(max(0, size - 2000))
-            return self.stderr_file.read().decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
+        return _tail(self.stderr_file)
 
     def _cleanup(self) -> None:
         super()._cleanup()
@@ -216,7 +295,7 @@ class ProcessBackend:
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         try:
-            proc = subprocess.Popen(
+            proc = spawn(
                 argv, stdin=req_r, stdout=rep_w, stderr=stderr_file, env=SCRUBBED_ENV, cwd=work_dir,
                 close_fds=True, start_new_session=True,
             )  # fmt: skip
@@ -261,9 +340,15 @@ def send_init(
         "apply": ["unprivileged_uid", "landlock", "rlimits", "seccomp"],
     }
     started = time.monotonic()
+    worker.cpu_limit_s = float(config.limits.cpu_s)
+    if isinstance(worker, (ProcessWorker, ZygoteWorker)):  # a plain host directory: accounted
+        mib = 1024 * 1024
+        worker.disk_quota = DiskQuota(
+            config.limits.max_disk_mib * mib, config.limits.max_disk_files
+        )
     try:
         value = worker.request(init, config.start_timeout_s, 64 * 1024)
-        return dict(value["layers"])
+        return dict(value["layers"])  # type: ignore[index]  # a TypeError is caught below
     except (SandboxError, KeyError, TypeError) as exc:
         worker.close()
         raise InfrastructureError(
@@ -306,7 +391,7 @@ class Zygote:
         self.stderr_file = tempfile.TemporaryFile()
         self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen(
+            self.proc = spawn(
                 argv, stdin=child_sock.fileno(), stdout=subprocess.DEVNULL, stderr=self.stderr_file,
                 env=SCRUBBED_ENV, cwd=self.work_root, close_fds=True, start_new_session=True,
             )  # fmt: skip
@@ -321,6 +406,8 @@ class Zygote:
         self._cond = threading.Condition()
         self._forked: dict[int, int] = {}
         self._exits: dict[int, int] = {}
+        self.cpu_s: dict[int, float] = {}
+        """CPU seconds each exited worker used, by pid."""
         self._ready = False
         self.alive = True
         self._send_lock = threading.Lock()
@@ -369,6 +456,7 @@ class Zygote:
                     self._forked[event["id"]] = event["pid"]
                 elif event["event"] == "exit":
                     self._exits[event["pid"]] = event["status"]
+                    self.cpu_s[event["pid"]] = float(event.get("cpu_s", 0.0))
                 self._cond.notify_all()
 
     def fork_worker(self) -> ZygoteWorker:
@@ -377,10 +465,12 @@ class Zygote:
         host_dir = os.path.join(self.work_root, str(n))
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
+        # Each worker gets its own stderr file: siblings must not read what another wrote.
+        stderr_file = tempfile.TemporaryFile()
         try:
             self._send(
                 {"op": "fork", "id": n, "work_dir": os.path.join(self.inner_root, str(n))},
-                [req_r, rep_w],
+                [req_r, rep_w, stderr_file.fileno()],
             )
         finally:
             os.close(req_r)
@@ -393,9 +483,10 @@ class Zygote:
         if pid is None:
             os.close(req_w)
             os.close(rep_r)
+            stderr_file.close()
             shutil.rmtree(host_dir, ignore_errors=True)
             raise InfrastructureError("the sandbox zygote did not fork a worker")
-        worker = ZygoteWorker(self, pid, req_w, rep_r, host_dir)
+        worker = ZygoteWorker(self, pid, req_w, rep_r, host_dir, stderr_file)
         worker.layers = {
             **self.layers,
             **send_init(
@@ -439,11 +530,15 @@ class ZygoteWorker(FramedWorker):
     """A worker forked by a `Zygote`; killed and reaped through it."""
 
     def __init__(
-        self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str
+        self, zygote: Zygote, pid: int, request_fd: int, reply_fd: int, work_dir: str, stderr_file
     ) -> None:
         super().__init__(request_fd, reply_fd, work_dir)
         self.zygote = zygote
         self.pid = pid
+        self.stderr_file = stderr_file
+
+    def _stderr_tail(self) -> str:
+        return _tail(self.stderr_file)
 
     def _kill(self) -> None:
         self.zygote.kill(self.pid)
@@ -456,6 +551,22 @@ class ZygoteWorker(FramedWorker):
             self._status = status
         return self._status
 
+    def _cpu_seconds(self) -> float | None:
+        return self.zygote.cpu_s.get(self.pid)
+
+    def _disk_path(self) -> str | None:
+        return self.work_dir
+
+    def _death_error(self, op: object) -> SandboxError:
+        error = super()._death_error(op)
+        if not self.zygote.alive:  # the fork server died and took its workers with it
+            return InfrastructureError(
+                f"the pool's fork server died during {op}; its workers died with it"
+            )
+        return error
+
     def _cleanup(self) -> None:
         super()._cleanup()
+        self.stderr_file.close()
+        self.zygote.cpu_s.pop(self.pid, None)
         shutil.rmtree(self.work_dir, ignore_errors=True)

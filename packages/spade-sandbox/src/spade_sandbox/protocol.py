@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from . import wire
 from .errors import (
+    DiskQuotaExceeded,
     InfrastructureError,
     OutputTooLarge,
     ProtocolError,
@@ -31,6 +32,7 @@ from .errors import (
     error_for,
 )
 from .limits import SandboxConfig
+from .quota import DiskQuota
 
 FATAL_REASONS = frozenset(
     {
@@ -41,6 +43,7 @@ FATAL_REASONS = frozenset(
         ReasonCode.FORBIDDEN_IMPORT,
         ReasonCode.OUTPUT_TOO_LARGE,
         ReasonCode.PROTOCOL_ERROR,
+        ReasonCode.DISK_QUOTA,
         ReasonCode.INFRASTRUCTURE,
     }
 )
@@ -102,6 +105,10 @@ class FramedWorker:
         self._dead = False
         self._closed = False
         self._lock = threading.Lock()
+        self.disk_quota: DiskQuota | None = None
+        """Set by a backend whose work directory is not size-limited by the kernel."""
+        self.cpu_limit_s: float | None = None
+        """`Limits.cpu_s` of this worker (set by the backend), to judge a SIGKILL."""
         self._replies = wire.FrameReader(reply_fd)
         os.set_blocking(request_fd, False)
         os.set_blocking(reply_fd, False)
@@ -123,6 +130,14 @@ class FramedWorker:
     def _stderr_tail(self) -> str:
         return ""
 
+    def _cpu_seconds(self) -> float | None:
+        """CPU seconds the dead worker used, where the backend can tell (evidence for a SIGKILL)."""
+        return None
+
+    def _disk_path(self) -> str | None:
+        """The host path of the work directory to account against `disk_quota`, if any."""
+        return None
+
     # -- shared -----------------------------------------------------------------------
     @property
     def alive(self) -> bool:
@@ -134,9 +149,18 @@ class FramedWorker:
                 raise ProtocolError("this worker is no longer running")
             rid = next(self._ids)
             deadline = time.monotonic() + timeout_s
+            quota, path = self.disk_quota, self._disk_path()
+            poll = _quota_poll(quota, path) if quota and path and message["op"] != "close" else None
             try:
                 wire.write_frame(self.request_fd, {**message, "id": rid}, deadline)
-                reply = self._replies.read(reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline)
+                reply = self._replies.read(reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline, poll)
+                if poll is not None:
+                    poll()  # what the call left behind counts too
+            except _OverQuota as exc:
+                self._die()
+                raise DiskQuotaExceeded(
+                    f"{message.get('op')}: {exc}; the worker was killed"
+                ) from None
             except TimeoutError:
                 self._die()
                 raise SandboxTimeout(
@@ -201,7 +225,42 @@ class FramedWorker:
         if status is None:
             self._kill()
             status = self._reap(5.0)
+        if status == -signal.SIGKILL:
+            return self._sigkill_error(f"during {op}")
         return describe_exit(status, f"during {op}", self._stderr_tail())
+
+    def _sigkill_error(self, when: str) -> SandboxError:
+        """Whose fault a SIGKILL the host did not send is, decided by evidence.
+
+        The environment cannot send SIGKILL to itself (the seccomp filter kills the worker
+        with SIGSYS for that), so with seccomp active a SIGKILL comes from its CPU limit
+        (RLIMIT_CPU's hard limit, when SIGXCPU was ignored: the CPU time used shows it) or
+        from outside the sandbox (another process, the kernel's OOM killer): infrastructure."""
+        cpu = self._cpu_seconds()
+        if cpu is not None and self.cpu_limit_s is not None and cpu >= self.cpu_limit_s - 0.1:
+            return SandboxTimeout(
+                f"the worker used up its CPU time {when} ({cpu:.1f} s, Limits.cpu_s) and was killed"
+            )
+        if not self.layers.get("seccomp", "").startswith("active"):
+            return error_for(ReasonCode.CRASHED, f"the worker was killed by SIGKILL {when}")
+        used = f" after {cpu:.2f} s of CPU" if cpu is not None else ""
+        return InfrastructureError(
+            f"the worker was killed by SIGKILL {when}{used}, sent neither by the host nor by its "
+            "limits, and the environment cannot send it: an outside kill or the kernel's OOM killer"
+        )
+
+
+class _OverQuota(Exception):
+    pass
+
+
+def _quota_poll(quota: DiskQuota, path: str) -> Callable[[], None]:
+    def poll() -> None:
+        excess = quota.excess(path)
+        if excess is not None:
+            raise _OverQuota(excess)
+
+    return poll
 
 
 def describe_exit(status: int | None, when: str, stderr_tail: str = "") -> SandboxError:

@@ -25,12 +25,15 @@ import os
 import select
 import struct
 import time
+from collections.abc import Iterable
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 """Absolute cap on one frame; a header announcing more is a protocol error, not a big reply."""
 FRAME_OVERHEAD_BYTES = 16 * 1024
 """Room for the JSON envelope and `info` beyond the output cap when sizing a reply cap."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and dicts a frame may carry (the envelope counts as one level)."""
 
 
 class FrameError(Exception):
@@ -66,11 +69,37 @@ def encode(message: object) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
+def nesting_depth(value: object, limit: int = MAX_DEPTH) -> int:
+    """How deeply `value` nests lists and dicts, counted without recursion up to `limit` + 1."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        children: Iterable[object]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        todo.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def decode(body: bytes) -> object:
+    """The message of one frame body; FrameError("invalid") for bad JSON or nesting past
+    `MAX_DEPTH` (a reply nested 100,000 deep must not exhaust the host's stack)."""
     try:
-        return _DECODER.decode(body.decode("utf-8"))
+        value = _DECODER.decode(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise FrameError("invalid", f"frame is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise FrameError("invalid", "frame is nested too deeply to decode") from None
+    if nesting_depth(value) > MAX_DEPTH:
+        raise FrameError("invalid", f"frame nests lists or dicts deeper than {MAX_DEPTH} levels")
+    return value
 
 
 def write_all(fd: int, data: bytes, deadline: float | None = None) -> None:
@@ -105,7 +134,7 @@ class FrameReader:
     def pending(self) -> bool:
         return bool(self.buffer)
 
-    def _fill(self, want: int, deadline: float | None) -> None:
+    def _fill(self, want: int, deadline: float | None, poll=None, poll_s: float = 0.05) -> None:
         while True:
             try:
                 chunk = os.read(self.fd, min(max(want - len(self.buffer), 1 << 16), 1 << 20))
@@ -113,7 +142,10 @@ class FrameReader:
                 left = deadline - time.monotonic() if deadline is not None else None
                 if left is not None and left <= 0:
                     raise TimeoutError("read did not finish before the deadline") from None
-                select.select([self.fd], [], [], left)
+                if poll is not None:
+                    left = poll_s if left is None else min(left, poll_s)
+                if not select.select([self.fd], [], [], left)[0] and poll is not None:
+                    poll()  # may raise: the caller's check while the other side works
                 continue
             except ConnectionResetError:
                 chunk = b""
@@ -122,10 +154,12 @@ class FrameReader:
             self.buffer += chunk
             return
 
-    def read(self, max_bytes: int, deadline: float | None = None) -> object:
-        """One frame; a body over `max_bytes` is FrameError("too_large") before it is read."""
+    def read(self, max_bytes: int, deadline: float | None = None, poll=None) -> object:
+        """One frame; a body over `max_bytes` is FrameError("too_large") before it is read.
+
+        `poll`, when given, is called about every 50 ms while no byte arrives."""
         while len(self.buffer) < HEADER.size:
-            self._fill(HEADER.size, deadline)
+            self._fill(HEADER.size, deadline, poll)
         (size,) = HEADER.unpack_from(self.buffer)
         if size > MAX_FRAME_BYTES:
             raise FrameError(
@@ -188,6 +222,10 @@ def check_json(value: object, what: str, max_bytes: int) -> object:
         raise ValueCheckError("bad_return", f"{what} is not JSON data: {exc}") from None
     except RecursionError:
         raise ValueCheckError("bad_return", f"{what} is nested too deeply to be JSON") from None
+    if nesting_depth(value, MAX_DEPTH - 4) > MAX_DEPTH - 4:  # room for the reply envelope
+        raise ValueCheckError(
+            "bad_return", f"{what} nests lists or dicts deeper than {MAX_DEPTH - 4} levels"
+        )
     if len(text) > max_bytes:
         raise ValueCheckError(
             "output_too_large", f"{what} is {len(text)} bytes, over the {max_bytes}-byte cap"

@@ -62,6 +62,23 @@ class _CallError(Exception):
         self.fatal = fatal
 
 
+class _Padding:
+    """A small instance, one of the object sizes `Worker.open` pads the heap with."""
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+
+def _heap_padding() -> list[object]:
+    """A random number (1 to 511) of live objects of each common small size: the next objects
+    of those sizes (the environment's) land at addresses, and so ids, that differ from worker
+    to worker, though all are forked from one zygote with one heap layout."""
+    counts = os.urandom(6)
+    kinds = (object, list, dict, _Padding, _Slotted, set)
+    return [kind() for kind, n in zip(kinds, counts, strict=True) for _ in range(1 + 2 * n)]
+
+
 class _CappedText(io.TextIOBase):
     """A text sink that keeps at most `cap` characters and remembers whether it overflowed."""
 
@@ -108,6 +125,7 @@ class Worker:
         self.stderr = _CappedText()
         self.real_import = builtins.__import__
         self.env_builtins: dict = {}
+        self.padding: list[object] = []
 
     # -- isolation -----------------------------------------------------------------------
     def init(self, msg: dict) -> dict:
@@ -119,14 +137,22 @@ class Worker:
         preload(self.allowed, msg.get("python_path", ()))
         work_dir = msg["work_dir"]
         os.chdir(work_dir)
-        layers["unprivileged_uid"] = (
-            _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
-        )
-        _die_with_parent()
+        # Landlock's paths are opened while still privileged: a work root below a directory
+        # uid 65534 cannot traverse (a 0700 parent) stays reachable through these handles.
         read_paths = [p for p in msg.get("read_paths", []) if os.path.exists(p)]
-        layers["landlock"] = (
-            _landlock(work_dir, read_paths) if "landlock" in apply else "unavailable: not requested"
-        )
+        handles = _open_paths(read_paths, work_dir) if "landlock" in apply else []
+        try:
+            layers["unprivileged_uid"] = (
+                _drop_uid() if "unprivileged_uid" in apply else "unavailable: not requested"
+            )
+            _die_with_parent()
+            os.environ["HOME"] = work_dir  # expanduser("~") needs no password database then
+            layers["landlock"] = (
+                _landlock(handles) if "landlock" in apply else "unavailable: not requested"
+            )
+        finally:
+            for fd, _, _ in handles:
+                os.close(fd)
         layers["rlimits"] = _rlimits(limits) if "rlimits" in apply else "unavailable: not requested"
         layers["seccomp"] = _seccomp() if "seccomp" in apply else "unavailable: not requested"
         self.env_builtins = dict(builtins.__dict__)
@@ -172,6 +198,10 @@ class Worker:
             ) from None
         except ValueError as exc:  # e.g. null bytes
             raise _CallError("env_exception", f"ValueError: {exc}") from None
+        except (RecursionError, MemoryError) as exc:  # nested too deeply to compile
+            raise _CallError(
+                "env_exception", f"{type(exc).__name__}: the source is nested too deeply to compile"
+            ) from None
         bad = [name for name in _imported_names(code) if name.partition(".")[0] not in self.allowed]
         if bad:
             raise _CallError(
@@ -219,6 +249,11 @@ class Worker:
 
     def open(self, msg: dict) -> dict:
         code = self.check_imports(msg["source"])
+        # Workers forked from one zygote share a heap layout, so id() of the environment's
+        # objects would repeat from worker to worker and an episode salted by id(self) would
+        # look deterministic. A random amount of live padding makes ids differ per worker.
+        self.padding = []  # the previous padding is freed first: its slots are reused
+        self.padding = _heap_padding()
         module = types.ModuleType(ENV_MODULE)
         module.__dict__["__builtins__"] = self.env_builtins
         sys.modules[ENV_MODULE] = module
@@ -462,8 +497,15 @@ def _pick_class(module: types.ModuleType, class_name: str | None) -> type:
 
 def _describe(exc: BaseException) -> str:
     """`Type: text`, plus where in the environment's source it was raised."""
-    text = f"{type(exc).__name__}: {exc}"
-    where = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == ENV_FILENAME]
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:  # a hostile __str__ must not take the worker down
+        text = f"{type(exc).__name__}: <its message could not be read>"
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except BaseException:
+        frames = []
+    where = [f for f in frames if f.filename == ENV_FILENAME]
     if where:
         text += f" (line {where[-1].lineno}, in {where[-1].name})"
     return text[:4000]
@@ -513,7 +555,19 @@ _PR_SET_NO_NEW_PRIVS = 38
 _FS_READ = 1 | 4 | 8  # execute, read_file, read_dir
 
 
-def _landlock(work_dir: str, read_paths: list[str]) -> str:
+_FILE_RIGHTS = 1 | 2 | 4 | (1 << 14)  # execute, write_file, read_file, truncate
+
+
+def _open_paths(read_paths: list[str], work_dir: str) -> list[tuple[int, str, bool]]:
+    """O_PATH handles for the Landlock rules: (fd, "read" or "all", is a directory)."""
+    handles = []
+    for path, rights in [(p, "read") for p in read_paths] + [(work_dir, "all")]:
+        handles.append((os.open(path, os.O_PATH | os.O_CLOEXEC), rights, os.path.isdir(path)))
+    return handles
+
+
+def _landlock(handles: list[tuple[int, str, bool]]) -> str:
+    """Restrict this process to `handles` (opened by `_open_paths`; the caller closes them)."""
     import ctypes
 
     if os.uname().machine != "x86_64":
@@ -554,17 +608,13 @@ def _landlock(work_dir: str, read_paths: list[str]) -> str:
         _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
     try:
-        for path, access in [(p, _FS_READ) for p in read_paths] + [(work_dir, fs_all)]:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                # Files (not directories) take only file rights.
-                rule = PathBeneath(
-                    access if os.path.isdir(path) else access & (1 | 2 | 4 | (1 << 14)), fd
-                )
-                if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
-                    return f"unavailable: landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
-            finally:
-                os.close(fd)
+        for fd, rights, is_dir in handles:
+            access = _FS_READ if rights == "read" else fs_all
+            # Files (not directories) take only file rights.
+            rule = PathBeneath(access if is_dir else access & _FILE_RIGHTS, fd)
+            if libc.syscall(_SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(rule), 0) != 0:
+                error = os.strerror(ctypes.get_errno())
+                return f"unavailable: landlock_add_rule(fd {fd}) failed ({error})"
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return "unavailable: prctl(PR_SET_NO_NEW_PRIVS) failed"
         if libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
@@ -601,6 +651,7 @@ _KILLED_SYSCALLS = {
 }  # fmt: skip
 _SYS_CLONE, _SYS_CLONE3, _SYS_KILL, _SYS_TGKILL = 56, 435, 62, 234
 _CLONE_THREAD = 0x10000
+_SIGKILL = 9
 _AUDIT_ARCH_X86_64 = 0xC000003E
 _RET_KILL, _RET_ALLOW, _RET_ENOSYS = 0x80000000, 0x7FFF0000, 0x00050000 | 38
 _LD_ABS, _JEQ, _JSET, _JGE, _RET = 0x20, 0x15, 0x45, 0x35, 0x06
@@ -609,8 +660,9 @@ _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 
 def seccomp_program(own_pid: int) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions: kill on the deny-list, new processes,
-    and signals to anything but this process; clone3 answers ENOSYS so threads use clone."""
+    signals to anything but this process, and SIGKILL to itself; clone3 answers ENOSYS so threads use clone."""
     arg0 = 16  # offsetof(struct seccomp_data, args[0]), low 32 bits on little-endian
+    arg1, arg2 = arg0 + 8, arg0 + 16
     prog = [
         (_LD_ABS, 0, 0, 4),  # arch
         (_JEQ, 1, 0, _AUDIT_ARCH_X86_64),
@@ -625,10 +677,14 @@ def seccomp_program(own_pid: int) -> list[tuple[int, int, int, int]]:
     # clone: only threads.
     prog += [(_JEQ, 0, 4, _SYS_CLONE), (_LD_ABS, 0, 0, arg0), (_JSET, 1, 0, _CLONE_THREAD),
              (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
-    # kill(pid): only 0 (own process group) or this process; tgkill: only this process.
-    prog += [(_JEQ, 0, 5, _SYS_KILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+    # kill(pid, sig): only 0 (own process group) or this process; tgkill(tgid, tid, sig): only
+    # this process. Never SIGKILL: a SIGKILL the host did not send is then evidence of a kill
+    # from outside the sandbox (an infrastructure fault), never the environment's own doing.
+    prog += [(_JEQ, 0, 8, _SYS_KILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+             (_RET, 0, 0, _RET_KILL), (_LD_ABS, 0, 0, arg1), (_JEQ, 0, 1, _SIGKILL),
              (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
-    prog += [(_JEQ, 0, 4, _SYS_TGKILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 1, 0, own_pid),
+    prog += [(_JEQ, 0, 7, _SYS_TGKILL), (_LD_ABS, 0, 0, arg0), (_JEQ, 1, 0, own_pid),
+             (_RET, 0, 0, _RET_KILL), (_LD_ABS, 0, 0, arg2), (_JEQ, 0, 1, _SIGKILL),
              (_RET, 0, 0, _RET_KILL), (_RET, 0, 0, _RET_ALLOW)]  # fmt: skip
     prog.append((_RET, 0, 0, _RET_ALLOW))
     return prog
@@ -663,10 +719,10 @@ def zygote(control_fd: int) -> None:
 
     The control channel is a SOCK_SEQPACKET unix socket; each message is one JSON object.
     Host -> zygote: {"op": "preload", "allowed_imports": [...]}, then
-    {"op": "fork", "id": n, "work_dir": path} carrying two fds (the worker's request and
-    reply ends) and {"op": "kill", "pid": p}. Zygote -> host: {"event": "ready"},
-    {"event": "forked", "id": n, "pid": p}, {"event": "exit", "pid": p, "status": s}
-    (s < 0: killed by signal -s). A forked child is an ordinary worker: the host sends it
+    {"op": "fork", "id": n, "work_dir": path} carrying three fds (the worker's request and
+    reply ends and its private stderr file) and {"op": "kill", "pid": p}. Zygote -> host: {"event": "ready"},
+    {"event": "forked", "id": n, "pid": p}, {"event": "exit", "pid": p, "status": s, "cpu_s": c}
+    (s < 0: killed by signal -s; c: the CPU seconds it used). A forked child is an ordinary worker: the host sends it
     `init` over its own channel, and it applies every layer itself. The zygote runs no
     untrusted code; when the host closes the socket it kills its children and exits.
     """
@@ -687,10 +743,18 @@ def zygote(control_fd: int) -> None:
             if fd in children:
                 pid = children.pop(fd)
                 os.close(fd)
-                _, status = os.waitpid(pid, 0)
-                send({"event": "exit", "pid": pid, "status": os.waitstatus_to_exitcode(status)})
+                _, status, usage = os.wait4(pid, 0)
+                cpu = round(usage.ru_utime + usage.ru_stime, 3)
+                send(
+                    {
+                        "event": "exit",
+                        "pid": pid,
+                        "status": os.waitstatus_to_exitcode(status),
+                        "cpu_s": cpu,
+                    }
+                )
                 continue
-            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, 3)
             if not data:
                 for pid in children.values():
                     os.kill(pid, signal.SIGKILL)
@@ -713,6 +777,10 @@ def zygote(control_fd: int) -> None:
                         for other in children:
                             os.close(other)
                         os.setsid()
+                        # A private stderr (fds[2]) replaces the zygote's, which every
+                        # sibling would otherwise share and could read back.
+                        os.dup2(fds[2], 2)
+                        os.close(fds[2])
                         Worker(fds[0], fds[1]).serve()
                     finally:
                         os._exit(EXIT_CHANNEL_BROKEN)

@@ -1,0 +1,321 @@
+"""The named checks of :func:`spade_envs.check_env`, in the shape of Gymnasium's ``env_checker``.
+
+Each check is a small function over one seed's play (``_Seed``) or over the whole run
+(``_Run``) that raises :class:`~spade_envs.errors.ContractError` with a stable reason code and
+a message saying how to fix the problem; :data:`CHECKS` lists them in the order they run, each
+with the reason codes it can raise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .checker import (
+    Transcript,
+    _close_quietly,
+    _fail,
+    _play_on,
+    _reset,
+    _won,
+    play_actions,
+    solution_actions,
+)
+from .core import EnvFactory, TextEnvironment
+from .errors import ContractError
+from .probes import ProbeTally, probe_battery
+
+__all__ = ["CHECKS"]
+
+_BOXED_ANSWER = re.compile(r"\\boxed\{(.*)\}", re.S)
+
+
+@dataclass
+class _Seed:
+    seed: int
+    first: str = ""
+    probes: list[tuple[str, Transcript, bool]] = field(default_factory=list)
+    solution_text: str | None = None
+    solution_play: Transcript | None = None
+
+
+@dataclass
+class _Run:
+    factory: EnvFactory
+    env: TextEnvironment
+    max_turns: int
+    max_chars: int
+    kwargs: dict[str, Any]
+    hint: str | None
+    check_solution: bool
+    played: list[_Seed] = field(default_factory=list)
+    tally: ProbeTally = field(default_factory=ProbeTally)
+    steps: int = 0
+    hint_won: int | None = None
+
+
+def check_reset(run: _Run, s: _Seed) -> None:
+    """Reset returns (str, dict) of the right size and characters (the probes repeat it)."""
+    s.first = _reset(run.env, s.seed, run.max_chars)
+
+
+def check_probe_episodes(run: _Run, s: _Seed) -> None:
+    """Every probe episode ends within max_turns and every reset of the seed looks the same."""
+    for index, (name, actions) in enumerate(probe_battery(s.first, s.seed)):
+        if index == 0:  # the first probe plays on from check_reset's reset
+            again, transcript = (
+                s.first,
+                _play_on(run.env, s.seed, actions, run.max_turns, run.max_chars),
+            )
+        else:
+            again, transcript = play_actions(run.env, s.seed, actions, run.max_turns, run.max_chars)
+        if again != s.first:
+            raise _fail(
+                "nondeterministic",
+                f"reset(seed={s.seed}) twice gave different observations; draw randomness only from random.Random(seed)",
+            )
+        last = transcript[-1]
+        if not (last[3] or last[4]):
+            raise _fail(
+                "no_termination",
+                f"seed={s.seed}: a probe episode ran {run.max_turns} steps without terminated or truncated; truncate at max_turns",
+            )
+        run.steps += len(transcript)
+        s.probes.append((name, transcript, _won(transcript)))
+
+
+def check_replay(run: _Run, s: _Seed) -> None:
+    """The same seed and actions give the same transcript again in the same instance."""
+    name, transcript, _ = s.probes[-1]
+    actions = dict(probe_battery(s.first, s.seed))[name]
+    _, again = play_actions(run.env, s.seed, actions, run.max_turns, run.max_chars)
+    if again != transcript:
+        raise _fail(
+            "nondeterministic",
+            f"seed={s.seed}: replaying the same actions gave a different transcript; keep all state in the instance and seed it in reset",
+        )
+
+
+def check_hint(run: _Run, s: _Seed) -> None:
+    """The hint is never shown (in any probe observation); whether it wins is recorded."""
+    if run.hint is None:
+        return
+    hint = run.hint.strip()
+    for obs in [s.first, *(o for _, t, _ in s.probes for _, o, *_ in t)]:
+        if hint in obs:
+            raise _fail(
+                "hint_leaked",
+                f"seed={s.seed}: the hint text appears in an observation; the hint must be privileged",
+            )
+    _, hinted = play_actions(run.env, s.seed, [run.hint], run.max_turns, run.max_chars)
+    if _won(hinted) and run.hint_won is None:
+        run.hint_won = s.seed  # reported by check_hint_not_answer, after reward_uses_action
+
+
+def check_hint_not_answer(run: _Run) -> None:
+    """The hint, played as an action, wins on no seed."""
+    if run.hint_won is not None:
+        raise _fail(
+            "hint_is_answer",
+            f"seed={run.hint_won}: the hint played as an action wins; the hint must help, not answer",
+        )
+
+
+def check_solution(run: _Run, s: _Seed) -> None:
+    """solution() returns the same non-empty actions after every reset, and they win."""
+    if not run.check_solution:
+        return
+    env, seed = run.env, s.seed
+    _reset(env, seed, run.max_chars)
+    try:
+        text = env.solution()
+    except Exception as exc:
+        raise _fail(
+            "solution_raised",
+            f"solution() after reset(seed={seed}) raised {type(exc).__name__}: {exc}",
+            exc,
+        ) from exc
+    if not isinstance(text, str) or not solution_actions(text):
+        raise _fail(
+            "solution_type",
+            f"solution() after reset(seed={seed}) returned {text!r}; return the winning actions, one per line",
+        )
+    _reset(env, seed, run.max_chars)
+    if env.solution() != text:
+        raise _fail(
+            "nondeterministic",
+            f"solution() after reset(seed={seed}) differs between two resets; draw randomness only from random.Random(seed)",
+        )
+    _, played = play_actions(env, seed, solution_actions(text), run.max_turns, run.max_chars)
+    if not _won(played) or len(played) > len(solution_actions(text)):
+        raise _fail(
+            "solution_fails",
+            f"seed={seed}: playing solution() did not win within {run.max_turns} turns; fix solution() or the win check",
+        )
+    s.solution_text, s.solution_play = text, played
+
+
+def check_seeds_matter(run: _Run) -> None:
+    """Not every seed gives the same episode (observations, probe replies and solution)."""
+    # The random probe's actions are drawn from the seed itself, so it is left out.
+    prints = [
+        [s.first, [t for n, t, _ in s.probes if n != "random"], s.solution_text] for s in run.played
+    ]
+    if len(prints) > 1 and all(p == prints[0] for p in prints):
+        seeds = [s.seed for s in run.played]
+        raise _fail(
+            "seed_ignored",
+            f"seeds {seeds} all gave identical episodes (observations, probe replies and solution); build the episode from random.Random(seed)",
+        )
+
+
+def _shown(action: str, observation: str, answers_vary: bool) -> bool:
+    """Whether ``action``, or (when the answers vary between seeds) the answer inside its
+    ``\\boxed{...}`` (two characters or more, as a whole token) is in ``observation``.
+
+    An answer that is the same for every seed (``\\boxed{done}`` ending a tool-use task) is
+    a protocol word the instructions may name, not a secret."""
+    if action in observation:
+        return True
+    if not answers_vary:
+        return False
+    inner = _BOXED_ANSWER.fullmatch(action.strip())
+    answer = inner.group(1).strip() if inner else ""
+    if len(answer) < 2:  # a one-character answer (a digit, a letter) is in any text by chance
+        return False
+    return re.search(rf"(?<![\w.-]){re.escape(answer)}(?![\w]|\.\d)", observation) is not None
+
+
+def check_solution_not_shown(run: _Run) -> None:
+    """The solution's final action, or its boxed answer, is not printed in the first
+    observation of every seed.
+
+    Requiring every seed keeps a format example (``answer like \\boxed{3}``) or an operand
+    that happens to equal one seed's answer from counting as a leak."""
+    if not run.check_solution:
+        return
+    finals = [(solution_actions(s.solution_text or "") or [""])[-1] for s in run.played]
+    vary = len(set(finals)) > 1
+    leaked = [f for f, s in zip(finals, run.played, strict=True) if f and _shown(f, s.first, vary)]
+    if leaked and len(leaked) == len(run.played):
+        raise _fail(
+            "solution_leaked",
+            f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
+        )
+
+
+def check_determinism_across_instances(run: _Run) -> None:
+    """A second instance (for a sandboxed factory: a second worker) replays the first seed's
+    probe alike and gives every seed's solution again.
+
+    Catches episodes salted by ``id(self)``, the process or anything else outside the seed."""
+    s = run.played[0]
+    name, transcript, _ = s.probes[-1]
+    try:
+        other = run.factory(max_turns=run.max_turns, **run.kwargs)
+    except Exception as exc:
+        raise _fail(
+            "construct_failed",
+            f"constructing a second instance raised {type(exc).__name__}: {exc}",
+            exc,
+        ) from exc
+    try:
+        first, again = play_actions(
+            other, s.seed, dict(probe_battery(s.first, s.seed))[name], run.max_turns, run.max_chars
+        )
+        same = first == s.first and again == transcript
+        # Every seed's solution too: one seed's answer can coincide by chance.
+        for played in run.played if same else ():
+            if played.solution_text is not None:
+                _reset(other, played.seed, run.max_chars)
+                if other.solution() != played.solution_text:
+                    same = False
+                    break
+    except ContractError:
+        raise
+    except Exception as exc:
+        raise _fail(
+            "nondeterministic",
+            f"seed={s.seed}: a second instance raised {type(exc).__name__}: {exc} where the first did not",
+            exc,
+        ) from exc
+    finally:
+        _close_quietly(other)
+    if not same:
+        raise _fail(
+            "nondeterministic",
+            f"seed={s.seed}: a second instance played the same seed differently; derive every choice from the seed, never from id(), the process or the clock",
+        )
+
+
+def check_reward_uses_action(run: _Run) -> None:
+    """Some action gets a different reward than the solution's on some seed."""
+    if run.check_solution and run.tally.same_rewards_every_seed:
+        raise _fail(
+            "reward_ignores_action",
+            "every probe action got exactly the rewards of solution() on every seed; compute the reward from the action",
+        )
+
+
+def check_probes_lose(run: _Run) -> None:
+    """No probe (empty, garbage, common answers, random, observation tokens) wins on most seeds."""
+    worst = run.tally.worst()
+    if worst is not None:
+        name, won = worst
+        raise _fail(
+            "probe_wins",
+            f"the {name!r} probe won on {won} of {run.tally.seeds} seeds without solving anything; check the answer exactly and do not reveal it",
+        )
+
+
+Check = Callable[..., None]
+#: The checks check_env runs: (name, per-seed?, function, reason codes), in order.
+CHECKS: tuple[tuple[str, bool, Check, tuple[str, ...]], ...] = (
+    (
+        "reset",
+        True,
+        check_reset,
+        (
+            "reset_raised",
+            "reset_return_type",
+            "info_not_json",
+            "observation_empty",
+            "observation_too_long",
+            "observation_charset",
+        ),
+    ),
+    (
+        "probe_episodes",
+        True,
+        check_probe_episodes,
+        (
+            "step_raised",
+            "step_return_type",
+            "reward_not_finite",
+            "reward_out_of_bounds",
+            "no_termination",
+            "nondeterministic",
+        ),
+    ),
+    ("replay", True, check_replay, ("nondeterministic",)),
+    ("hint", True, check_hint, ("hint_leaked",)),
+    (
+        "solution",
+        True,
+        check_solution,
+        ("solution_raised", "solution_type", "solution_fails", "nondeterministic"),
+    ),
+    ("seeds_matter", False, check_seeds_matter, ("seed_ignored",)),
+    ("solution_not_shown", False, check_solution_not_shown, ("solution_leaked",)),
+    (
+        "determinism_across_instances",
+        False,
+        check_determinism_across_instances,
+        ("nondeterministic", "construct_failed"),
+    ),
+    ("reward_uses_action", False, check_reward_uses_action, ("reward_ignores_action",)),
+    ("hint_not_answer", False, check_hint_not_answer, ("hint_is_answer",)),
+    ("probes_lose", False, check_probes_lose, ("probe_wins",)),
+)
