@@ -15,6 +15,7 @@ import os
 import statistics
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from .pack import atomic_output, read_corpus
 __all__ = ["corpus_stats", "write_stats_chart"]
 
 
-def _summary(values: list[float]) -> dict[str, float]:
+def _summary(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"count": 0}
     return {

@@ -137,7 +137,7 @@ class HFClient:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-            self.model = AutoModelForCausalLM.from_pretrained(path).to(device).eval()
+            self.model = AutoModelForCausalLM.from_pretrained(path).to(device).eval()  # type: ignore[arg-type]
         except (OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EvalConfigError(f"{path}: not a loadable checkpoint ({first})") from None

@@ -437,7 +437,7 @@ class DockerBackend:
             raise InfrastructureError(
                 f"the worker container failed to start ({exc.reason.value}: {exc.message})"
             ) from None
-        worker.layers = _merge_layers(self.host_layers(config), value["layers"])
+        worker.layers = _merge_layers(self.host_layers(config), value["layers"])  # type: ignore[index]
         return worker
 
 

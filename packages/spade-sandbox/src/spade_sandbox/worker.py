@@ -41,7 +41,7 @@ from collections.abc import Sequence
 if __package__:
     from . import wire
 else:  # run as a file next to wire.py
-    import wire
+    import wire  # type: ignore[no-redef]
 
 EXIT_CHANNEL_BROKEN = 70
 ENV_MODULE = "spade_environment"
@@ -272,12 +272,14 @@ class Worker:
     def reset(self, msg: dict) -> list:
         env = self.require_env()
         return self.guarded_call(
-            lambda: wire.check_reset(env.reset(seed=msg.get("seed")), self.max_output)
+            lambda: wire.check_reset(env.reset(seed=msg.get("seed")), self.max_output)  # type: ignore[attr-defined]
         )
 
     def step(self, msg: dict) -> list:
         env = self.require_env()
-        return self.guarded_call(lambda: wire.check_step(env.step(msg["action"]), self.max_output))
+        return self.guarded_call(
+            lambda: wire.check_step(env.step(msg["action"]), self.max_output)  # type: ignore[attr-defined]
+        )
 
     def call(self, msg: dict) -> object:
         env = self.require_env()
@@ -368,7 +370,7 @@ class Worker:
                 os._exit(0)
             fatal = False
             try:
-                handler = handlers.get(op)
+                handler = handlers.get(str(op))
                 if handler is None:
                     raise _CallError("protocol_error", f"unknown op {op!r}")
                 answer = {"id": rid, "ok": True, "value": handler(msg)}
@@ -504,7 +506,7 @@ def _describe(exc: BaseException) -> str:
     try:
         frames = traceback.extract_tb(exc.__traceback__)
     except BaseException:
-        frames = []
+        frames = traceback.StackSummary()
     where = [f for f in frames if f.filename == ENV_FILENAME]
     if where:
         text += f" (line {where[-1].lineno}, in {where[-1].name})"

@@ -126,7 +126,7 @@ def _python_calls(text: str) -> list[tuple[str, dict[str, Any]]] | None:
             return None
         name = ast.unparse(node.func)
         try:
-            calls.append((name, {k.arg: ast.literal_eval(k.value) for k in node.keywords}))
+            calls.append((name, {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}))
         except ValueError:
             return None
     return calls
@@ -152,9 +152,10 @@ def parse_calls(text: str) -> list[tuple[str, dict[str, Any]]]:
     try:
         data = json.loads(body)
         data = data if isinstance(data, list) else [data]
-        calls = [_call(d) for d in data]
-        if calls and all(calls):
-            return calls  # type: ignore[return-value]
+        parsed = [_call(d) for d in data]
+        calls = [c for c in parsed if c is not None]
+        if calls and len(calls) == len(parsed):
+            return calls
     except ValueError:
         pass
     return _python_calls(body) or []
