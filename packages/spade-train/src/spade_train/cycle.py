@@ -71,6 +71,65 @@ class RunState:
     curriculum: Any = None
 
 
+def initial_state(cfg: RunConfig) -> RunState:
+    """A new run's state: empty pool and memory, the RNG seeded, the baseline's curriculum."""
+    curriculum: Any = None
+    if cfg.mode == "fixed-procedural":
+        from spade_train.core.procedural import ProceduralCurriculum
+
+        curriculum = ProceduralCurriculum(
+            cfg.fixed.generators, target=cfg.fixed.target_win_rate, seed=cfg.seed
+        )
+    elif cfg.mode == "fixed-rlve":
+        from spade_train.core.rlve_source import RlveSource
+
+        curriculum = RlveSource(cfg.rlve, seed=cfg.seed, max_turns=cfg.agent.max_turns)
+    pool = EnvPool(
+        capacity=cfg.pool.capacity,
+        retire_win_rate=cfg.pool.retire_win_rate,
+        min_plays=cfg.pool.min_plays,
+        sampling=cfg.pool.sampling,
+        seed=cfg.seed,
+    )
+    memory = sc.EnvironmentMemory(
+        capacity=cfg.designer.memory.capacity, band=cfg.designer.memory.band
+    )
+    r = cfg.reward
+    return RunState(
+        0,
+        random.Random(cfg.seed),
+        pool,
+        memory,
+        DelayedDesignerRewards(r.delay_cycles),
+        rw.RewardState(r.lp_gamma_fast, r.lp_gamma_slow),
+        GameBaselines(cfg.advantage.game_baseline_decay),
+        curriculum,
+    )
+
+
+def grounding_sampler(cfg: RunConfig) -> Any:
+    """The designer's grounding snippets (``designer.grounding``), or None."""
+    g = cfg.designer.grounding
+    if cfg.mode != "spade" or not g.enabled:
+        return None
+    return sc.GroundingSampler(
+        g.corpus_file,
+        field=g.field,
+        max_chars=g.max_chars,
+        min_chars=min(80, g.max_chars),
+        seed=cfg.seed,
+    )
+
+
+def rng_to_json(state: tuple[Any, ...]) -> list[Any]:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]
+
+
+def rng_from_json(data: list[Any]) -> tuple[Any, ...]:
+    return (data[0], tuple(data[1]), data[2])
+
+
 def run_cycle(
     res: Resources, state: RunState, cycle: int, progress: Any, *, train: bool = True
 ) -> tuple[dict[str, Any], list[TrainSample]]:

@@ -17,7 +17,6 @@ where the last one left off.
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -30,13 +29,19 @@ import spade_sandbox as ss
 
 from spade_train.backends.base import PolicyBackend, make_backend, submit_train_step
 from spade_train.config import RunConfig, dump_config
-from spade_train.core import rewards as rw
-from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool, PoolEntry
-from spade_train.cycle import Resources, RunState, run_cycle
+from spade_train.cycle import (
+    Resources,
+    grounding_sampler,
+    initial_state,
+    rng_from_json,
+    rng_to_json,
+    run_cycle,
+)
 from spade_train.errors import RecipeError
 from spade_train.plots import write_plots
+from spade_train.progress import StageProgress, summary_line
 from spade_train.rundir import RunDir, atomic_write_json
 from spade_train.types import SamplingParams, TrainSample
 
@@ -71,11 +76,11 @@ class SelfPlay:
             ray_sandbox=None,
             sandbox_config=sandbox_config,
             run=RunDir(run_dir).create(),
-            grounding=_grounding(cfg),
+            grounding=grounding_sampler(cfg),
         )
         self._own_backend = backend is None  # made here, so closed here
         self._backend_closed = False
-        self.state = _initial_state(cfg)
+        self.state = initial_state(cfg)
         self.writers: list[Any] = []
         # overlap: the last cycle's metrics row and batch, whose update runs beside the next
         # cycle (``wait`` is set once it is submitted)
@@ -106,7 +111,7 @@ class SelfPlay:
             self.res.sandbox = ss.SandboxPool(self.res.sandbox_config, size=cfg.validation.workers)
         on_ray = "ray" in (cfg.validation.executor, cfg.agent.executor)
         if on_ray and self.res.ray_sandbox is None:
-            from spade_train.backends.ray import RaySandboxPool
+            from spade_train.backends.ray_sandbox import RaySandboxPool
 
             self.res.ray_sandbox = RaySandboxPool(
                 num_workers=cfg.validation.workers,
@@ -179,7 +184,7 @@ class SelfPlay:
                 if self.cfg.mode in ("spade", "fixed-static"):
                     n = self.seed_pool_from_corpus()
                     self.log(f"pool seeded with {n} environments from {self._corpus_path()}")
-            with _Progress(self.show_progress) as progress:
+            with StageProgress(self.show_progress) as progress:
                 if self.pending is not None and self.pending.wait is None:
                     self._submit_pending()  # resumed with an update still to run
                 while self.cycle < self.cfg.cycles:
@@ -250,7 +255,7 @@ class SelfPlay:
         for row in rows:
             for writer in self.writers:
                 writer.log(row, int(row["cycle"]))
-            self.log(_summary_line(row))
+            self.log(summary_line(row))
 
     def _submit_pending(self) -> None:
         pending = self.pending
@@ -284,7 +289,7 @@ class SelfPlay:
         st.memory.save(tmp / "memory.json")
         state = {
             "cycle": st.cycle,
-            "rng": _rng_to_json(st.rng.getstate()),
+            "rng": rng_to_json(st.rng.getstate()),
             "pool": st.pool.state_dict(),
             "delayed": st.delayed.state_dict(),
             "reward_state": st.reward_state.state_dict(),
@@ -310,7 +315,7 @@ class SelfPlay:
         st = self.state
         st.memory = sc.EnvironmentMemory.load(path / "memory.json")
         st.cycle = int(data["cycle"])
-        st.rng.setstate(_rng_from_json(data["rng"]))
+        st.rng.setstate(rng_from_json(data["rng"]))
         st.pool = EnvPool.from_state_dict(data["pool"])
         st.delayed.load_state_dict(data["delayed"])
         st.reward_state.load_state_dict(data["reward_state"])
@@ -325,54 +330,6 @@ class SelfPlay:
         self.run.truncate_metrics(self.cycle - (self.pending is not None))
 
 
-def _initial_state(cfg: RunConfig) -> RunState:
-    curriculum: Any = None
-    if cfg.mode == "fixed-procedural":
-        from spade_train.core.procedural import ProceduralCurriculum
-
-        curriculum = ProceduralCurriculum(
-            cfg.fixed.generators, target=cfg.fixed.target_win_rate, seed=cfg.seed
-        )
-    elif cfg.mode == "fixed-rlve":
-        from spade_train.core.rlve_source import RlveSource
-
-        curriculum = RlveSource(cfg.rlve, seed=cfg.seed, max_turns=cfg.agent.max_turns)
-    pool = EnvPool(
-        capacity=cfg.pool.capacity,
-        retire_win_rate=cfg.pool.retire_win_rate,
-        min_plays=cfg.pool.min_plays,
-        sampling=cfg.pool.sampling,
-        seed=cfg.seed,
-    )
-    memory = sc.EnvironmentMemory(
-        capacity=cfg.designer.memory.capacity, band=cfg.designer.memory.band
-    )
-    r = cfg.reward
-    return RunState(
-        0,
-        random.Random(cfg.seed),
-        pool,
-        memory,
-        DelayedDesignerRewards(r.delay_cycles),
-        rw.RewardState(r.lp_gamma_fast, r.lp_gamma_slow),
-        GameBaselines(cfg.advantage.game_baseline_decay),
-        curriculum,
-    )
-
-
-def _grounding(cfg: RunConfig) -> Any:
-    g = cfg.designer.grounding
-    if cfg.mode != "spade" or not g.enabled:
-        return None
-    return sc.GroundingSampler(
-        g.corpus_file,
-        field=g.field,
-        max_chars=g.max_chars,
-        min_chars=min(80, g.max_chars),
-        seed=cfg.seed,
-    )
-
-
 @dataclass
 class _Pending:
     """Overlap mode: a cycle's metrics row and batch whose update has not been waited for."""
@@ -380,51 +337,6 @@ class _Pending:
     row: dict[str, Any]
     batch: list[TrainSample]
     wait: Callable[[], dict[str, float]] | None = None
-
-
-class _Progress:
-    """A rich progress display per cycle stage; silent (but counting) when not a terminal."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-        self._progress = Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            transient=False,
-            disable=not enabled,
-        )
-
-    def __enter__(self) -> Any:
-        self._progress.__enter__()
-        return self._progress
-
-    def __exit__(self, *exc: Any) -> None:
-        self._progress.__exit__(*exc)
-
-
-def _rng_to_json(state: tuple[Any, ...]) -> list[Any]:
-    version, internal, gauss = state
-    return [version, list(internal), gauss]
-
-
-def _rng_from_json(data: list[Any]) -> tuple[Any, ...]:
-    return (data[0], tuple(data[1]), data[2])
-
-
-def _summary_line(row: dict[str, Any]) -> str:
-    def f(v: Any) -> str:
-        return "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-    return (
-        f"cycle {row['cycle']}: valid {f(row.get('design/valid'))}/"
-        f"{f(row.get('design/completions'))}  return hint {f(row.get('play/return_hint'))} "
-        f"nohint {f(row.get('play/return_nohint'))}  regret {f(row.get('reward/regret_mean'))}  "
-        f"loss {f(row.get('train/loss'))}  pool {row.get('pool/size')}  "
-        f"{f(row.get('time/cycle_s'))} s"
-    )
 
 
 def corpus_missing(name: str) -> str:
