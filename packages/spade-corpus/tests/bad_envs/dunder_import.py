@@ -2,6 +2,7 @@
 # why: calls __import__ to reach a module without an import statement
 """Guess the number: find a secret integer from higher/lower feedback."""
 
+import random
 import re
 
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")

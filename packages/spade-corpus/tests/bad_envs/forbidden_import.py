@@ -2,6 +2,7 @@
 # why: imports os, outside the sandbox's allow-list
 """Guess the number: find a secret integer from higher/lower feedback."""
 
+import os
 import random
 import re
 

@@ -1,6 +1,6 @@
 # expect: hint_empty
 # why: the hint is only whitespace
-# hint:
+# hint:   
 """Guess the number: find a secret integer from higher/lower feedback."""
 
 import random
