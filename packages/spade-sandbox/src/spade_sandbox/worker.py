@@ -36,7 +36,7 @@ import os
 import sys
 import traceback
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 if __package__:
     from . import wire
@@ -70,13 +70,26 @@ class _Slotted:
     __slots__ = ("a", "b")
 
 
+def _salted_id(salt: int) -> Callable[[object], int]:
+    """``id`` as the environment sees it: the object's id XOR a per-worker salt."""
+    real = id
+
+    def salted(obj: object, /) -> int:
+        return real(obj) ^ salt
+
+    return salted
+
+
 def _heap_padding() -> list[object]:
-    """A random number (1 to 511) of live objects of each common small size: the next objects
-    of those sizes (the environment's) land at addresses, and so ids, that differ from worker
-    to worker, though all are forked from one zygote with one heap layout."""
-    counts = os.urandom(6)
+    """A random number of live objects of each common small size: the next objects of those
+    sizes (the environment's) land at addresses, and so ids, that differ from worker to
+    worker, though all are forked from one zygote with one heap layout. Instances of a plain
+    class (the size of most environment instances) get 1 to 4096, so two workers give an
+    environment the same id() about once in 4096 opens; the other sizes 1 to 511."""
+    counts = [1 + 2 * n for n in os.urandom(6)]
+    counts[3] = 1 + int.from_bytes(os.urandom(2), "little") % 4096  # _Padding: instance size
     kinds = (object, list, dict, _Padding, _Slotted, set)
-    return [kind() for kind, n in zip(kinds, counts, strict=True) for _ in range(1 + 2 * n)]
+    return [kind() for kind, n in zip(kinds, counts, strict=True) for _ in range(n)]
 
 
 class _CappedText(io.TextIOBase):
@@ -254,6 +267,10 @@ class Worker:
         # look deterministic. A random amount of live padding makes ids differ per worker.
         self.padding = []  # the previous padding is freed first: its slots are reused
         self.padding = _heap_padding()
+        # Padding makes equal ids unlikely, not impossible; the environment's id() also carries a
+        # salt drawn per worker (still unique per object within the worker), so an episode
+        # salted by id() always differs between two workers.
+        self.env_builtins["id"] = _salted_id(int.from_bytes(os.urandom(6), "little") << 4)
         module = types.ModuleType(ENV_MODULE)
         module.__dict__["__builtins__"] = self.env_builtins
         sys.modules[ENV_MODULE] = module
