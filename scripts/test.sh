@@ -22,6 +22,25 @@ if ! uv build --all-packages --no-sources -q -o "$dist"; then
 fi
 rm -rf "$dist"
 
+# Static checks: lint and format over the whole tree, types over each package's src (in the
+# package's own isolated environment, so a missing declared dependency shows up here too).
+echo "=== static checks (ruff, ruff format, mypy) ==="
+if ! uv run "${frozen[@]}" --isolated --only-group dev ruff check packages scripts; then
+  failed+=("ruff")
+fi
+if ! uv run "${frozen[@]}" --isolated --only-group dev ruff format --check -q packages scripts; then
+  echo "ruff format: the files above need formatting (uv run ruff format packages scripts)"
+  failed+=("format")
+fi
+for pkg in "${packages[@]}"; do
+  config=pyproject.toml  # a package with its own [tool.mypy] (spade-train: pydantic) uses it
+  grep -q '^\[tool.mypy\]' "packages/$pkg/pyproject.toml" && config="packages/$pkg/pyproject.toml"
+  if ! uv run "${frozen[@]}" --isolated --package "$pkg" --all-extras --group dev --with mypy \
+      mypy --config-file "$config" "packages/$pkg/src"; then
+    failed+=("mypy $pkg")
+  fi
+done
+
 for pkg in "${packages[@]}"; do
   echo "=== $pkg ==="
   uv run "${frozen[@]}" --isolated --package "$pkg" --all-extras --group dev \
