@@ -115,8 +115,11 @@ def test_writing_refuses_to_clobber_and_leaves_nothing_half_written(corpus_dir):
     records, sources = make_records()
     with pytest.raises(se.CorpusError, match="already exists"):
         se.write_corpus(corpus_dir, records, sources)
-    with pytest.raises(KeyError):
+    with pytest.raises(se.CorpusError, match="has no source"):
         se.write_corpus(corpus_dir.parent / "other", records, {})
+    unencodable = {**sources, records[-1].id: "x = '\ud800'\n"}  # fails mid-write: no UTF-8
+    with pytest.raises(UnicodeEncodeError):
+        se.write_corpus(corpus_dir.parent / "other", records, unencodable)
     assert sorted(p.name for p in corpus_dir.parent.iterdir()) == ["corpus"]
 
 

@@ -50,11 +50,26 @@ from .corpus import (
     RECORD_SCHEMA,
     Corpus,
     EnvRecord,
+    corpus_checksum,
+    corpus_manifest,
     example_corpus_path,
     load_corpus,
+    record_digest,
     resolve_corpus_path,
-    sha256_text,
     tool_use_corpus_path,
+)
+from .corpus_files import (
+    CHUNK_BYTES,
+    RESERVED_FILES,
+    atomic_output,
+    atomic_write_text,
+    format_checksums,
+    json_line,
+    parse_checksums,
+    sha256_file,
+    sha256_file_size,
+    sha256_text,
+    unsafe_file_problem,
     write_corpus,
 )
 from .errors import (
@@ -111,7 +126,10 @@ __all__ = [
     "argument_problems", "tool_contract_text", "tool_use_corpus_path",
     # corpus
     "EnvRecord", "Corpus", "load_corpus", "write_corpus", "resolve_corpus_path", "example_corpus_path",
-    "sha256_text", "RECORD_SCHEMA",
+    "sha256_text", "RECORD_SCHEMA", "record_digest", "corpus_checksum", "corpus_manifest",
+    # corpus files and atomic writes
+    "CHUNK_BYTES", "RESERVED_FILES", "sha256_file", "sha256_file_size", "parse_checksums",
+    "format_checksums", "json_line", "unsafe_file_problem", "atomic_output", "atomic_write_text",
     # errors
     "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
     "GemUnavailableError",
