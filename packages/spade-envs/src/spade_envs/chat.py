@@ -29,7 +29,6 @@ import math
 import os
 import random
 import re
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .core import DEFAULT_MAX_TURNS, EnvFactory, TextEnvironment, episode_return, with_hint
+from .corpus_files import atomic_write_text
 from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
 __all__ = [
@@ -413,17 +413,7 @@ def run_episode(
 
 def write_transcript(result: EpisodeResult, path: str | os.PathLike[str]) -> Path:
     """Write an episode as JSON atomically (temp file in the same directory, then rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, ensure_ascii=False, indent=1)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write_text(path, json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
 
 
 _WORD = re.compile(r"-?\d+|[A-Za-z]+")
