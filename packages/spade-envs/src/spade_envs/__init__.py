@@ -35,6 +35,7 @@ from .checker import (
 from .core import (
     ALLOWED_IMPORTS,
     DEFAULT_MAX_TURNS,
+    MAX_OBSERVATION_CHARS,
     RETURN_BOUNDS,
     REWARD_BOUNDS,
     SKILLS,
@@ -108,6 +109,7 @@ __all__ = [
     "__version__",
     # contract
     "SKILLS", "TOOL_USE", "REWARD_BOUNDS", "RETURN_BOUNDS", "DEFAULT_MAX_TURNS", "ALLOWED_IMPORTS",
+    "MAX_OBSERVATION_CHARS",
     "StepResult", "TextEnvironment", "EnvFactory", "episode_return", "with_hint", "contract_text",
     # checker
     "check_env", "check_step_result", "play_actions", "solution_actions", "CheckReport", "REASON_CODES",
