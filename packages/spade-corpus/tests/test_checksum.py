@@ -69,9 +69,8 @@ def test_verify_clean_corpus(corpus_dir):
     report = verify(corpus_dir)
     assert report.ok and report.problems == ()
     assert report.records == 60
-    assert (
-        report.files == 63
-    )  # 60 games + manifest + validation manifest + summary, each hashed once
+    # 60 games + manifest + validation manifest + summary + README.md, each hashed once
+    assert report.files == 64
     assert report.bytes_hashed == sum(
         f.stat().st_size
         for f in corpus_dir.rglob("*")
