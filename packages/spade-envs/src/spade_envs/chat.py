@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from .core import DEFAULT_MAX_TURNS, EnvFactory, TextEnvironment, episode_return, with_hint
 from .corpus_files import atomic_write_text
@@ -86,6 +86,12 @@ class BatchAgent(Protocol):
     """Replies to many chats at once (one batched generation call)."""
 
     def __call__(self, batch: list[list[Message]]) -> list[str]: ...
+
+
+class _ToolBatchAgent(Protocol):
+    """A :class:`BatchAgent` with ``accepts_tools = True``: it also gets each chat's tool specs."""
+
+    def __call__(self, batch: list[list[Message]], *, tools: list[Any]) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -243,10 +249,12 @@ class _Episode:
         parsed = parse_tool_calls(reply, self.tools)
         action = canonical_action(parsed)
         self.messages.append({"role": "assistant", "content": reply})
+        info: dict[str, Any]
         if action is None:
             observation = f"error ({parsed.outcome}): {parsed.error}\n{TOOL_CALL_FORMAT_TEXT}"
             reward, terminated, truncated, info = 0.0, False, False, {}
         else:
+            assert self.env is not None, "advance() before start()"
             try:
                 observation, reward, terminated, truncated, info = self.env.step(action)
                 reward = float(reward)
@@ -273,9 +281,11 @@ class _Episode:
             return
         parsed = parse_action(reply)
         self.messages.append({"role": "assistant", "content": reply})
+        info: dict[str, Any]
         if parsed.malformed and on_malformed == "reprompt":
             observation, reward, terminated, truncated, info = FORMAT_REMINDER, 0.0, False, False, {}
         else:
+            assert self.env is not None, "advance() before start()"
             try:
                 observation, reward, terminated, truncated, info = self.env.step(parsed.action)
                 reward = float(reward)
@@ -367,7 +377,7 @@ def run_episodes(
             chats = [episodes[i].messages for i in live]
             try:
                 if native:
-                    replies = agent(chats, tools=[episodes[i].tools for i in live])
+                    replies = cast(_ToolBatchAgent, agent)(chats, tools=[episodes[i].tools for i in live])
                 else:
                     replies = agent(chats)
                 if len(replies) != len(live):

@@ -127,8 +127,8 @@ def _agent(args: argparse.Namespace):
     if args.agent == "replay":
         if not args.actions:
             raise SpadeEnvsError("--agent replay needs --actions 'reply1||reply2||…'")
-        agent = ReplayAgent(args.actions.split("||"))
-        return lambda batch: [agent(m) for m in batch]
+        replay = ReplayAgent(args.actions.split("||"))
+        return lambda batch: [replay(m) for m in batch]
     if not args.base_url or not args.model:
         raise SpadeEnvsError("--agent openai needs --base-url URL and --model NAME")
     return OpenAIChatAgent(args.base_url, args.model, temperature=args.temperature, concurrency=args.concurrency).batch
@@ -170,9 +170,9 @@ def _play_agent(corpus: Corpus, args: argparse.Namespace) -> int:
         turns = statistics.fmean(len(r.turns) for r in rs)
         errors = sum(r.error is not None for r in rs)
         print(f"{env_id:<{width}}  {len(rs):>8}  {mean:>11.3f}  {wins:>8.2f}  {turns:>10.1f}  {errors:>6}")
-    failed = [r for r in results if r.error is not None]
-    for r in failed[:5]:
-        print(f"error in {r.env_id} seed {r.seed} ({r.error.boundary}): {r.error.kind}: {r.error.message[:200]}", file=sys.stderr)
+    failed = [(r, r.error) for r in results if r.error is not None]
+    for r, error in failed[:5]:
+        print(f"error in {r.env_id} seed {r.seed} ({error.boundary}): {error.kind}: {error.message[:200]}", file=sys.stderr)
     return 1 if failed else 0
 
 

@@ -345,7 +345,8 @@ def _parse_checksums(path: Path) -> dict[str, str]:
 
 
 def _check_unique(rows: list[dict[str, Any]], label: str) -> list[EnvRecord]:
-    records, seen = [], {}
+    records: list[EnvRecord] = []
+    seen: dict[str, int] = {}
     for number, row in enumerate(rows, 1):
         rec = EnvRecord.from_dict(row, f"{label} line {number}")
         if rec.id in seen:

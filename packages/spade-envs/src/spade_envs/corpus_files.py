@@ -161,6 +161,17 @@ def make_staging_dir(target: Path) -> Path:
             continue
 
 
+def _create_fresh_file(target: Path) -> Path:
+    """A new empty file beside ``target``, created 0o666 minus the umask."""
+    while True:
+        temp = _fresh_name(target, ".tmp")
+        try:
+            os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return temp
+        except FileExistsError:
+            continue
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[Path]:
     """Yield a new empty file beside ``path``; rename it onto ``path`` only if the block succeeds.
@@ -172,14 +183,7 @@ def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> It
     if target.exists() and not overwrite:
         raise CorpusError(f"{target} already exists; pass --overwrite or choose another path")
     target.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        temp = _fresh_name(target, ".tmp")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    os.close(fd)
+    temp = _create_fresh_file(target)
     try:
         yield temp
         fd = os.open(temp, os.O_RDONLY)
