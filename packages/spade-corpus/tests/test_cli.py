@@ -25,6 +25,7 @@ def test_every_command_is_listed_in_help():
         assert name in out.stdout
 
 
+@pytest.mark.slow  # six CLI subprocesses, each importing pyarrow and matplotlib: 11-14 s on 2 cores
 def test_pack_verify_checksum_and_stats_chain(tmp_path, corpus_dir):
     packed = tmp_path / "c.parquet"
     assert cli("pack", corpus_dir, packed).returncode == 0

@@ -72,6 +72,7 @@ def _vector_factory():
     return se.SpadeGymEnv(se.load_env(GUESS_SOURCE), max_turns=8)
 
 
+@pytest.mark.slow  # four worker processes each import spade_envs: about 10 s on 2 busy cores
 def test_sync_and_async_vector_stepping_agree():
     sync = gymnasium.vector.SyncVectorEnv([_vector_factory] * 4)
     asyn = gymnasium.vector.AsyncVectorEnv([_vector_factory] * 4, shared_memory=False)

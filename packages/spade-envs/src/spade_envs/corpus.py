@@ -314,9 +314,8 @@ def resolve_corpus_path(name_or_path: str | os.PathLike[str]) -> Path:
 def _read_jsonl(path: Path, label: str) -> list[dict[str, Any]]:
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").split(
-            "\n"
-        )  # not splitlines(): U+2028 may sit inside a JSON string
+        # not splitlines(): U+2028 may sit inside a JSON string
+        lines = path.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError:
         raise CorpusError(f"{label}: not UTF-8 text") from None
     for number, line in enumerate(lines, 1):

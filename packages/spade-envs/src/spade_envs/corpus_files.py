@@ -149,7 +149,7 @@ def _fresh_name(target: Path, suffix: str) -> Path:
     return target.with_name(f".{target.name}.{secrets.token_hex(6)}{suffix}")
 
 
-def make_staging_dir(target: Path) -> Path:
+def _make_staging_dir(target: Path) -> Path:
     """A new empty directory beside ``target`` (mode 0o777 minus the umask)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     while True:
@@ -264,7 +264,7 @@ def write_corpus(
         )
     if summary is not None:
         texts["validation_summary.json"] = json.dumps(summary, indent=2, sort_keys=True) + "\n"
-    staging = make_staging_dir(target)
+    staging = _make_staging_dir(target)
     try:
         for name, text in texts.items():
             _write_text(staging / name, text)
@@ -272,14 +272,18 @@ def write_corpus(
             staging / "checksums.sha256",
             format_checksums({n: sha256_text(t) for n, t in texts.items()}),
         )
-        if target.exists():
-            backup = make_staging_dir(target.with_name(f"{target.name}.old"))
-            backup.rmdir()
-            target.rename(backup)
+        if not target.exists():
             staging.rename(target)
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
+            return target
+        backup = _make_staging_dir(target.with_name(f"{target.name}.old"))
+        backup.rmdir()
+        target.rename(backup)
+        try:
             staging.rename(target)
+        except BaseException:
+            backup.rename(target)  # put the old corpus back
+            raise
+        shutil.rmtree(backup, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
