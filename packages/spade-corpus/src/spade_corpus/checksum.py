@@ -142,9 +142,9 @@ def _jsonl_rows(checker: _Checker, file: Path, label: str) -> list[tuple[int, An
         checker.problem(label, f"cannot read ({exc.strerror})")
         return []
     try:  # one decode of the whole file is faster; a file with bad bytes is parsed line by line
-        lines: list[str] | list[bytes] = data.decode("utf-8").split("\n")
+        lines: list[str | bytes] = list(data.decode("utf-8").split("\n"))
     except UnicodeDecodeError:
-        lines = data.split(b"\n")
+        lines = list(data.split(b"\n"))
     rows = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
