@@ -9,13 +9,25 @@ import spade_envs as se
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "spade_corpus.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "spade_corpus.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 @pytest.fixture
 def corpus_dir(tmp_path):
     corpus = se.load_corpus("example")
-    return se.write_corpus(tmp_path / "c", corpus.records, corpus.sources, validation=corpus.validation, summary=corpus.summary)
+    return se.write_corpus(
+        tmp_path / "c",
+        corpus.records,
+        corpus.sources,
+        validation=corpus.validation,
+        summary=corpus.summary,
+    )
 
 
 def test_every_command_is_listed_in_help():
@@ -45,7 +57,10 @@ def test_verify_names_every_tampered_record(corpus_dir):
         game.write_text(game.read_text() + "\n# tampered\n")
     out = cli("verify", corpus_dir)
     assert out.returncode == 1
-    assert "games/game_002.py" in out.stdout + out.stderr and "games/game_005.py" in out.stdout + out.stderr
+    assert (
+        "games/game_002.py" in out.stdout + out.stderr
+        and "games/game_005.py" in out.stdout + out.stderr
+    )
 
 
 def test_sample_grounding_is_seeded():
@@ -54,7 +69,14 @@ def test_sample_grounding_is_seeded():
     assert a.returncode == 0 and a.stdout == b.stdout and len(a.stdout.splitlines()) == 2
 
 
-@pytest.mark.parametrize("args", [("verify", "/nonexistent/corpus"), ("sample-grounding", "/nonexistent.jsonl"), ("stats", "/nonexistent")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "/nonexistent/corpus"),
+        ("sample-grounding", "/nonexistent.jsonl"),
+        ("stats", "/nonexistent"),
+    ],
+)
 def test_user_mistakes_are_one_line_and_exit_2(args):
     out = cli(*args)
     assert out.returncode == 2, out.stderr

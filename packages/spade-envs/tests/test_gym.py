@@ -60,7 +60,9 @@ def test_truncation_at_max_turns_and_reset_needed_after_the_end(guess_factory):
 
 
 def test_an_out_of_charset_observation_is_a_contract_error():
-    factory = se.load_env(GUESS_SOURCE.replace('"Correct!"', '"Correct! 🎉"').replace('"Higher."', '"Higher 🎉"'))
+    factory = se.load_env(
+        GUESS_SOURCE.replace('"Correct!"', '"Correct! 🎉"').replace('"Higher."', '"Higher 🎉"')
+    )
     env = se.SpadeGymEnv(factory)
     env.reset(seed=0)
     with pytest.raises(se.ContractError, match="observation_charset"):
