@@ -69,9 +69,8 @@ def test_verify_clean_corpus(corpus_dir):
     report = verify(corpus_dir)
     assert report.ok and report.problems == ()
     assert report.records == 60
-    assert (
-        report.files == 63
-    )  # 60 games + manifest + validation manifest + summary, each hashed once
+    # 60 games + manifest + validation manifest + summary + README.md, each hashed once
+    assert report.files == 64
     assert report.bytes_hashed == sum(
         f.stat().st_size
         for f in corpus_dir.rglob("*")
@@ -162,3 +161,28 @@ def test_verify_reports_a_non_utf8_manifest_line_and_checks_the_rest(corpus_dir)
     )
     assert se.load_corpus("example").ids()[9] in report.bad_records()
     assert report.records == 59
+
+
+def test_verify_reports_paths_that_leave_the_corpus_without_reading_them(corpus_dir):
+    outside = corpus_dir.parent / "secret.py"
+    outside.write_text("x = 1\n")
+    lines = (corpus_dir / "manifest.jsonl").read_text().splitlines()
+    row = json.loads(lines[0])
+    lines[0] = json.dumps({**row, "file": "../secret.py", "sha256": se.sha256_text("x = 1\n")})
+    (corpus_dir / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    with open(corpus_dir / "checksums.sha256", "a") as sums:
+        sums.write(f"{se.sha256_text('x = 1')}  ../secret.py\n")
+    report = verify(corpus_dir)
+    messages = [str(p) for p in report.problems]
+    assert any(row["id"] in m and "not a safe relative path" in m for m in messages), messages
+    assert any("'../secret.py', which is not a path inside the corpus" in m for m in messages)
+    assert report.bad_records()[0] == row["id"]
+
+
+def test_the_reexported_digests_are_spade_envs_own():
+    assert (sha256_file, corpus_checksum, corpus_manifest, CHUNK_BYTES) == (
+        se.sha256_file,
+        se.corpus_checksum,
+        se.corpus_manifest,
+        se.CHUNK_BYTES,
+    )

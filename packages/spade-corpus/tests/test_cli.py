@@ -9,13 +9,25 @@ import spade_envs as se
 
 
 def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "spade_corpus.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "spade_corpus.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 @pytest.fixture
 def corpus_dir(tmp_path):
     corpus = se.load_corpus("example")
-    return se.write_corpus(tmp_path / "c", corpus.records, corpus.sources, validation=corpus.validation, summary=corpus.summary)
+    return se.write_corpus(
+        tmp_path / "c",
+        corpus.records,
+        corpus.sources,
+        validation=corpus.validation,
+        summary=corpus.summary,
+    )
 
 
 def test_every_command_is_listed_in_help():
@@ -25,6 +37,7 @@ def test_every_command_is_listed_in_help():
         assert name in out.stdout
 
 
+@pytest.mark.slow  # six CLI subprocesses, each importing pyarrow and matplotlib: 11-14 s on 2 cores
 def test_pack_verify_checksum_and_stats_chain(tmp_path, corpus_dir):
     packed = tmp_path / "c.parquet"
     assert cli("pack", corpus_dir, packed).returncode == 0
@@ -44,7 +57,10 @@ def test_verify_names_every_tampered_record(corpus_dir):
         game.write_text(game.read_text() + "\n# tampered\n")
     out = cli("verify", corpus_dir)
     assert out.returncode == 1
-    assert "games/game_002.py" in out.stdout + out.stderr and "games/game_005.py" in out.stdout + out.stderr
+    assert (
+        "games/game_002.py" in out.stdout + out.stderr
+        and "games/game_005.py" in out.stdout + out.stderr
+    )
 
 
 def test_sample_grounding_is_seeded():
@@ -53,7 +69,14 @@ def test_sample_grounding_is_seeded():
     assert a.returncode == 0 and a.stdout == b.stdout and len(a.stdout.splitlines()) == 2
 
 
-@pytest.mark.parametrize("args", [("verify", "/nonexistent/corpus"), ("sample-grounding", "/nonexistent.jsonl"), ("stats", "/nonexistent")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("verify", "/nonexistent/corpus"),
+        ("sample-grounding", "/nonexistent.jsonl"),
+        ("stats", "/nonexistent"),
+    ],
+)
 def test_user_mistakes_are_one_line_and_exit_2(args):
     out = cli(*args)
     assert out.returncode == 2, out.stderr

@@ -13,8 +13,18 @@ def make_records(n=3):
     for i in range(n):
         source = GUESS_SOURCE.replace("high=50", f"high={50 + i}")
         rid = f"guess_{i}"
-        records.append(se.EnvRecord(id=rid, skill=se.SKILLS[i % 6], hint=GUESS_HINT, sha256="", class_name="GuessEnv",
-                                    origin="test", difficulty={"win_rate": 0.5}, extra={"custom_field": [i]}))
+        records.append(
+            se.EnvRecord(
+                id=rid,
+                skill=se.SKILLS[i % 6],
+                hint=GUESS_HINT,
+                sha256="",
+                class_name="GuessEnv",
+                origin="test",
+                difficulty={"win_rate": 0.5},
+                extra={"custom_field": [i]},
+            )
+        )
         sources[rid] = source
     return records, sources
 
@@ -22,16 +32,32 @@ def make_records(n=3):
 @pytest.fixture
 def corpus_dir(tmp_path):
     records, sources = make_records()
-    return se.write_corpus(tmp_path / "corpus", records, sources, validation={r.id: {"id": r.id, "valid": True} for r in records},
-                           summary={"total": 3, "valid": 3})
+    return se.write_corpus(
+        tmp_path / "corpus",
+        records,
+        sources,
+        validation={r.id: {"id": r.id, "valid": True} for r in records},
+        summary={"total": 3, "valid": 3},
+    )
 
 
 def test_written_corpus_has_the_released_layout_and_sha256sum_accepts_it(corpus_dir):
-    names = sorted(p.relative_to(corpus_dir).as_posix() for p in corpus_dir.rglob("*") if p.is_file())
-    assert names == ["checksums.sha256", "games/game_001.py", "games/game_002.py", "games/game_003.py",
-                     "manifest.jsonl", "validation_manifest.jsonl", "validation_summary.json"]
+    names = sorted(
+        p.relative_to(corpus_dir).as_posix() for p in corpus_dir.rglob("*") if p.is_file()
+    )
+    assert names == [
+        "checksums.sha256",
+        "games/game_001.py",
+        "games/game_002.py",
+        "games/game_003.py",
+        "manifest.jsonl",
+        "validation_manifest.jsonl",
+        "validation_summary.json",
+    ]
     if shutil.which("sha256sum"):
-        subprocess.run(["sha256sum", "-c", "--quiet", "checksums.sha256"], cwd=corpus_dir, check=True)
+        subprocess.run(
+            ["sha256sum", "-c", "--quiet", "checksums.sha256"], cwd=corpus_dir, check=True
+        )
 
 
 def test_loading_round_trips_every_field(corpus_dir):
@@ -76,7 +102,9 @@ def test_a_missing_field_names_the_record_and_field(corpus_dir):
     rows = [json.loads(x) for x in manifest.read_text().splitlines()]
     del rows[1]["hint"]
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(se.CorpusError, match="line 2 \\(id 'guess_1'\\): missing required field 'hint'"):
+    with pytest.raises(
+        se.CorpusError, match="line 2 \\(id 'guess_1'\\): missing required field 'hint'"
+    ):
         se.load_corpus(corpus_dir)
 
 
@@ -85,7 +113,9 @@ def test_a_duplicate_id_names_both_lines(corpus_dir):
     rows = [json.loads(x) for x in manifest.read_text().splitlines()]
     rows[2]["id"] = "guess_0"
     manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(se.CorpusError, match="line 3: duplicate id 'guess_0' \\(first on line 1\\)"):
+    with pytest.raises(
+        se.CorpusError, match="line 3: duplicate id 'guess_0' \\(first on line 1\\)"
+    ):
         se.load_corpus(corpus_dir)
 
 
@@ -101,7 +131,9 @@ def test_a_missing_file_and_a_wrong_field_type(corpus_dir):
     with pytest.raises(se.CorpusError, match="record 'guess_0': file games/game_001.py is missing"):
         se.load_corpus(corpus_dir)
     with pytest.raises(se.CorpusError, match="field 'max_turns' must be int"):
-        se.EnvRecord.from_dict({"id": "a", "skill": "Math", "hint": "h", "sha256": "0" * 64, "max_turns": "10"})
+        se.EnvRecord.from_dict(
+            {"id": "a", "skill": "Math", "hint": "h", "sha256": "0" * 64, "max_turns": "10"}
+        )
 
 
 def test_an_unknown_corpus_path_is_one_clear_error(tmp_path):
@@ -115,15 +147,30 @@ def test_writing_refuses_to_clobber_and_leaves_nothing_half_written(corpus_dir):
     records, sources = make_records()
     with pytest.raises(se.CorpusError, match="already exists"):
         se.write_corpus(corpus_dir, records, sources)
-    with pytest.raises(KeyError):
+    with pytest.raises(se.CorpusError, match="has no source"):
         se.write_corpus(corpus_dir.parent / "other", records, {})
+    unencodable = {**sources, records[-1].id: "x = '\ud800'\n"}  # fails mid-write: no UTF-8
+    with pytest.raises(UnicodeEncodeError):
+        se.write_corpus(corpus_dir.parent / "other", records, unencodable)
     assert sorted(p.name for p in corpus_dir.parent.iterdir()) == ["corpus"]
 
 
 def test_jsonl_packing_loads_and_verifies(tmp_path, corpus_dir):
     corpus = se.load_corpus(corpus_dir)
     packed = tmp_path / "corpus.jsonl"
-    packed.write_text("".join(json.dumps({**r.to_dict(), "source": corpus.source(r.id), "validation": corpus.validation[r.id]}) + "\n" for r in corpus))
+    packed.write_text(
+        "".join(
+            json.dumps(
+                {
+                    **r.to_dict(),
+                    "source": corpus.source(r.id),
+                    "validation": corpus.validation[r.id],
+                }
+            )
+            + "\n"
+            for r in corpus
+        )
+    )
     again = se.load_corpus(packed)
     assert [r.to_dict() for r in again] == [r.to_dict() for r in corpus]
     assert dict(again.sources) == dict(corpus.sources)
@@ -138,8 +185,15 @@ def test_parquet_packing_loads_with_dicts_as_json_text(tmp_path, corpus_dir):
     import pyarrow.parquet as pq
 
     corpus = se.load_corpus(corpus_dir)
-    rows = [{**r.to_dict(), "difficulty": json.dumps(r.difficulty), "custom_field": json.dumps(r.extra["custom_field"]),
-             "source": corpus.source(r.id)} for r in corpus]
+    rows = [
+        {
+            **r.to_dict(),
+            "difficulty": json.dumps(r.difficulty),
+            "custom_field": json.dumps(r.extra["custom_field"]),
+            "source": corpus.source(r.id),
+        }
+        for r in corpus
+    ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "corpus.parquet")
     again = se.load_corpus(tmp_path / "corpus.parquet")
     assert again.ids() == corpus.ids()
@@ -163,7 +217,9 @@ def test_the_shipped_example_corpus_verifies_and_covers_all_six_skills():
     assert len(corpus) >= 12
     assert set(corpus.counts_by_skill()) == set(se.SKILLS)
     assert all(r.hint.strip() for r in corpus)
-    assert all(v["valid"] for v in corpus.validation.values()) and set(corpus.validation) == set(corpus.ids())
+    assert all(v["valid"] for v in corpus.validation.values()) and set(corpus.validation) == set(
+        corpus.ids()
+    )
     assert {r.split for r in corpus} == {"train", "heldout"}
 
 

@@ -15,6 +15,7 @@ import string
 from pathlib import Path
 
 import pytest
+import spade_envs as se
 
 CORPUS = Path(__file__).resolve().parents[1] / "src" / "spade_envs" / "corpora" / "example"
 # Games being written land first in tools/staging_*/ (rows.jsonl + game_*.py) and are merged
@@ -39,11 +40,8 @@ RECORD_FIELDS = set(
     "id skill file class_name hint origin max_turns split title description".split()
 )
 SKILLS = {"Math", "Logic", "Spatial", "Pattern", "Optimization", "Causal"}
-ALLOWED_IMPORTS = set(
-    "math random re json itertools collections functools string dataclasses typing fractions "
-    "heapq statistics enum".split()
-)
-MAX_OBSERVATION_CHARS = 4000
+ALLOWED_IMPORTS = set(se.ALLOWED_IMPORTS)
+MAX_OBSERVATION_CHARS = se.MAX_OBSERVATION_CHARS
 RANDOM_EPISODES = 50
 
 

@@ -60,7 +60,9 @@ def test_truncation_at_max_turns_and_reset_needed_after_the_end(guess_factory):
 
 
 def test_an_out_of_charset_observation_is_a_contract_error():
-    factory = se.load_env(GUESS_SOURCE.replace('"Correct!"', '"Correct! 🎉"').replace('"Higher."', '"Higher 🎉"'))
+    factory = se.load_env(
+        GUESS_SOURCE.replace('"Correct!"', '"Correct! 🎉"').replace('"Higher."', '"Higher 🎉"')
+    )
     env = se.SpadeGymEnv(factory)
     env.reset(seed=0)
     with pytest.raises(se.ContractError, match="observation_charset"):
@@ -72,6 +74,7 @@ def _vector_factory():
     return se.SpadeGymEnv(se.load_env(GUESS_SOURCE), max_turns=8)
 
 
+@pytest.mark.slow  # four worker processes each import spade_envs: about 10 s on 2 busy cores
 def test_sync_and_async_vector_stepping_agree():
     sync = gymnasium.vector.SyncVectorEnv([_vector_factory] * 4)
     asyn = gymnasium.vector.AsyncVectorEnv([_vector_factory] * 4, shared_memory=False)

@@ -1,29 +1,18 @@
-"""SHA-256 checksums, the corpus manifest summary, and ``verify``, which names every bad record.
+"""``verify``, which names every bad record, over the corpus format that spade-envs defines.
 
-Digests
--------
-* A game file's digest is the SHA-256 of its bytes (:func:`sha256_file`, streamed in 1 MiB
-  chunks), which equals ``spade_envs.sha256_text`` of its source and the record's ``sha256``.
-* A record's digest is the SHA-256 of its manifest dict as canonical JSON (sorted keys, no
-  spaces, UTF-8); it covers the source through the record's ``sha256`` field.
-* The corpus checksum is the SHA-256 of the lines ``"<record digest>  <id>\\n"`` sorted by id.
-  It depends on records and sources only, not on manifest order or on the storage format, so a
-  corpus has the same checksum as a directory, a ``.jsonl`` and a ``.parquet``. Validation
-  results are not covered: they describe a run, not the environments.
-
-``verify`` differs from ``spade_envs.load_corpus`` (which stops at the first error): it reads
-every manifest line, every game file and every ``checksums.sha256`` entry and reports each
-problem, hashing every file once.
+The digests and the manifest summary are spade-envs' (``spade_envs.sha256_file``,
+``record_digest``, ``corpus_checksum``, ``corpus_manifest``; see ``spade_envs.corpus_files``),
+re-exported here under their old names. ``verify`` differs from ``spade_envs.load_corpus``
+(which stops at the first error): it reads every manifest line, every game file and every
+``checksums.sha256`` entry and reports each problem, hashing every file once.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,60 +33,11 @@ __all__ = [
     "verify",
 ]
 
-CHUNK_BYTES = 1 << 20
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """SHA-256 hex digest of a file's bytes (a large file is streamed in ``CHUNK_BYTES`` chunks)."""
-    return _hash_file(path)[0]
-
-
-def _hash_file(path: str | os.PathLike[str]) -> tuple[str, int]:
-    """(digest, size). A small file takes one read of its size; a short read ends the loop,
-    which for a regular file means end of file."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        digest = hashlib.sha256()
-        size = 0
-        request = min(os.fstat(fd).st_size + 1, CHUNK_BYTES)
-        while True:
-            chunk = os.read(fd, request)
-            digest.update(chunk)
-            size += len(chunk)
-            if len(chunk) < request:
-                return digest.hexdigest(), size
-            request = CHUNK_BYTES
-    finally:
-        os.close(fd)
-
-
-def record_digest(record: se.EnvRecord) -> str:
-    """SHA-256 of a record's manifest dict as canonical JSON (see the module docstring)."""
-    text = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return se.sha256_text(text)
-
-
-def corpus_checksum(records: Iterable[se.EnvRecord]) -> str:
-    """SHA-256 over the sorted ``"<record digest>  <id>"`` lines of ``records``."""
-    lines = sorted(f"{record_digest(r)}  {r.id}\n" for r in records)
-    return se.sha256_text("".join(lines))
-
-
-def corpus_manifest(corpus: se.Corpus, revision: str | None = None) -> dict[str, Any]:
-    """The manifest summary of a loaded corpus.
-
-    ``revision`` is the given string, or else the first 16 hex digits of the corpus checksum
-    (a content hash: two corpora with the same records and sources share it).
-    """
-    checksum = corpus_checksum(corpus.records)
-    return {
-        "revision": revision if revision is not None else checksum[:16],
-        "total": len(corpus),
-        "counts_by_skill": corpus.counts_by_skill(),
-        "counts_by_split": dict(sorted(Counter(r.split for r in corpus.records).items())),
-        "corpus_sha256": checksum,
-        "algorithm": "sha256 of sorted '<sha256(canonical record JSON)>  <id>' lines",
-    }
+CHUNK_BYTES = se.CHUNK_BYTES
+sha256_file = se.sha256_file
+record_digest = se.record_digest
+corpus_checksum = se.corpus_checksum
+corpus_manifest = se.corpus_manifest
 
 
 @dataclass(frozen=True)
@@ -164,7 +104,7 @@ class _Checker:
         """Digest of ``name`` under the corpus directory, hashed once; None when unreadable."""
         if name not in self._digests:
             try:
-                self._digests[name], size = _hash_file(os.path.join(self.path, name))
+                self._digests[name], size = se.sha256_file_size(os.path.join(self.path, name))
                 self.files += 1
                 self.bytes_hashed += size
             except OSError:
@@ -202,9 +142,9 @@ def _jsonl_rows(checker: _Checker, file: Path, label: str) -> list[tuple[int, An
         checker.problem(label, f"cannot read ({exc.strerror})")
         return []
     try:  # one decode of the whole file is faster; a file with bad bytes is parsed line by line
-        lines: list[str] | list[bytes] = data.decode("utf-8").split("\n")
+        lines: list[str | bytes] = list(data.decode("utf-8").split("\n"))
     except UnicodeDecodeError:
-        lines = data.split(b"\n")
+        lines = list(data.split(b"\n"))
     rows = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -220,20 +160,15 @@ def _jsonl_rows(checker: _Checker, file: Path, label: str) -> list[tuple[int, An
 
 
 def _parse_checksums(checker: _Checker, file: Path) -> dict[str, str]:
-    entries: dict[str, str] = {}
-    for number, line in enumerate(
-        file.read_text(encoding="utf-8", errors="replace").splitlines(), 1
-    ):
-        if not line.strip():
-            continue
-        digest, sep, name = line.partition(" ")
-        name = name[1:] if name[:1] in (" ", "*") else name
-        if not sep or len(digest) != 64 or not name:
+    entries, problems = se.parse_checksums(file.read_text(encoding="utf-8", errors="replace"))
+    for number, message in problems:
+        checker.problem(f"checksums.sha256 line {number}", message)
+    for name in list(entries):
+        if name not in se.RESERVED_FILES and se.unsafe_file_problem(name):
             checker.problem(
-                f"checksums.sha256 line {number}", f"expected '<sha256>  <path>', got {line[:60]!r}"
+                "checksums.sha256", f"lists {name!r}, which is not a path inside the corpus"
             )
-            continue
-        entries[name] = digest.lower()
+            del entries[name]
     return entries
 
 
@@ -257,6 +192,10 @@ def _verify_directory(checker: _Checker) -> None:
             continue
         if not record.file:
             checker.problem(where, "no 'file' field", record.id)
+            continue
+        unsafe = se.unsafe_file_problem(record.file)
+        if unsafe:
+            checker.problem(where, unsafe, record.id)
             continue
         owner[record.file] = record.id
         digest = checker.file_digest(record.file)

@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+import spade_envs as se
 
 __all__ = ["MemoryEntry", "MemorySample", "EnvironmentMemory", "code_excerpt"]
 
@@ -99,7 +100,9 @@ class EnvironmentMemory:
         evicted = None
         if entry.env_id not in self._entries and len(self._entries) >= self.capacity:
             crowded = Counter(e.skill for e in self._entries.values()).most_common(1)[0][0]
-            victim = min((e for e in self._entries.values() if e.skill == crowded), key=lambda e: e.cycle)
+            victim = min(
+                (e for e in self._entries.values() if e.skill == crowded), key=lambda e: e.cycle
+            )
             evicted = self._entries.pop(victim.env_id)
         self._entries.pop(entry.env_id, None)
         self._entries[entry.env_id] = entry
@@ -110,16 +113,28 @@ class EnvironmentMemory:
         if env_id not in self._entries:
             raise KeyError(f"{env_id!r} is not in the memory")
         old = self._entries[env_id]
-        new = MemoryEntry(old.env_id, old.skill, old.code_excerpt, win_rate, regret, cycle, old.hint)
+        new = MemoryEntry(
+            old.env_id, old.skill, old.code_excerpt, win_rate, regret, cycle, old.hint
+        )
         self._entries[env_id] = new
         return new
 
-    def sample(self, n_frontier: int = 2, n_easy: int = 1, n_hard: int = 1, *, index: int = 0, skill: str | None = None) -> MemorySample:
+    def sample(
+        self,
+        n_frontier: int = 2,
+        n_easy: int = 1,
+        n_hard: int = 1,
+        *,
+        index: int = 0,
+        skill: str | None = None,
+    ) -> MemorySample:
         """Examples for prompt ``index``; ``skill`` restricts every group to that skill."""
         pool = [e for e in self._entries.values() if skill is None or e.skill == skill]
         low, high = self.band
         by_skill: dict[str, list[MemoryEntry]] = {}
-        for e in sorted((e for e in pool if low <= e.win_rate <= high), key=lambda e: (-e.regret, e.env_id)):
+        for e in sorted(
+            (e for e in pool if low <= e.win_rate <= high), key=lambda e: (-e.regret, e.env_id)
+        ):
             by_skill.setdefault(e.skill, []).append(e)
         # Round-robin over skills, best regret first within each skill and across the first picks.
         order = sorted(by_skill, key=lambda s: (-by_skill[s][0].regret, s))
@@ -140,24 +155,17 @@ class EnvironmentMemory:
     def to_dict(self) -> dict:
         return {
             "format_version": FORMAT_VERSION,
-            "capacity": self.capacity, "band": list(self.band), "easy_above": self.easy_above,
-            "hard_below": self.hard_below, "seed": self.seed,
+            "capacity": self.capacity,
+            "band": list(self.band),
+            "easy_above": self.easy_above,
+            "hard_below": self.hard_below,
+            "seed": self.seed,
             "entries": [asdict(e) for e in self._entries.values()],
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the memory as JSON atomically (temp file in the same directory, then rename)."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(self.to_dict(), fh, ensure_ascii=False, indent=1)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return se.atomic_write_text(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=1))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> EnvironmentMemory:
@@ -166,13 +174,24 @@ class EnvironmentMemory:
         try:
             data = json.loads(target.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise FileNotFoundError(f"no environment memory at {target}; start a new one with EnvironmentMemory()") from None
+            raise FileNotFoundError(
+                f"no environment memory at {target}; start a new one with EnvironmentMemory()"
+            ) from None
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{target}: not a valid memory file ({exc.msg} at line {exc.lineno})") from None
+            raise ValueError(
+                f"{target}: not a valid memory file ({exc.msg} at line {exc.lineno})"
+            ) from None
         if data.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{target}: memory format {data.get('format_version')!r}, expected {FORMAT_VERSION}")
-        memory = cls(data["capacity"], band=tuple(data["band"]), easy_above=data["easy_above"],
-                     hard_below=data["hard_below"], seed=data["seed"])
+            raise ValueError(
+                f"{target}: memory format {data.get('format_version')!r}, expected {FORMAT_VERSION}"
+            )
+        memory = cls(
+            data["capacity"],
+            band=tuple(data["band"]),
+            easy_above=data["easy_above"],
+            hard_below=data["hard_below"],
+            seed=data["seed"],
+        )
         for row in data["entries"]:
             memory._entries[row["env_id"]] = MemoryEntry(**row)
         return memory

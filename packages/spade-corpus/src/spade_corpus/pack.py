@@ -22,20 +22,21 @@ loads. What does not belong to one record travels in a **pack header**, a JSON o
   :func:`read_corpus` restores it exactly; other readers see that JSON text.
 
 Writes are atomic: a directory is built aside and renamed (``spade_envs.write_corpus``); a file
-is written to a temporary name in the target's folder and renamed. For JSONL the sidecar is
-renamed first, then the data file.
+is written to a temporary name in the target's folder and renamed (``spade_envs.atomic_output``,
+which gives the file the permissions the umask asks for). For JSONL the sidecar is renamed
+first, then the data file. Lines of every format escape U+0085, U+2028 and U+2029
+(``spade_envs.json_line``), so readers that split at them still see one record a line.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from contextlib import AbstractContextManager as ContextManager
+from pathlib import Path
 from typing import Any, Literal
 
 import spade_envs as se
@@ -57,43 +58,14 @@ PackFormat = Literal["dir", "jsonl", "parquet"]
 FORMATS: tuple[str, ...] = ("dir", "jsonl", "parquet")
 PACK_FORMAT = "spade-corpus/packed"
 PARQUET_METADATA_KEY = b"spade_corpus"
-_KNOWN_FIELDS = (
-    "id",
-    "skill",
-    "hint",
-    "sha256",
-    "file",
-    "class_name",
-    "origin",
-    "max_turns",
-    "split",
-    "title",
-    "description",
-    "difficulty",
-)
-_RESERVED_FILES = {
-    "manifest.jsonl",
-    "validation_manifest.jsonl",
-    "validation_summary.json",
-    "checksums.sha256",
-}
+# the record fields the format names (spade_envs.EnvRecord), in manifest order
+_KNOWN_FIELDS = tuple(f.name for f in dataclasses.fields(se.EnvRecord) if f.name != "extra")
 
 
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
-    target = Path(path)
-    if target.exists() and not overwrite:
-        raise se.CorpusError(f"{target} already exists; pass --overwrite or choose another path")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        yield Path(temp)
-        os.replace(temp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = True) -> ContextManager[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds
+    (``spade_envs.atomic_output``, kept here under its old name)."""
+    return se.atomic_output(path, overwrite=overwrite)
 
 
 def format_of(path: str | os.PathLike[str]) -> PackFormat:
@@ -140,33 +112,8 @@ def _read_header(header: Any, where: str) -> dict[str, Any]:
     return header
 
 
-# str.splitlines() (which spade_envs' JSONL reader uses) also breaks lines at these characters,
-# which json.dumps(ensure_ascii=False) leaves raw inside strings; written escaped they are safe.
-_LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _json_line(row: dict[str, Any]) -> str:
-    line = json.dumps(row, ensure_ascii=False)
-    for char, escape in _LINE_BREAKS.items():
-        line = line.replace(char, escape)
-    return line
-
-
-def _check_manifest_text(corpus: se.Corpus) -> None:
-    """Refuse what spade_envs.write_corpus would write unreadably (see _LINE_BREAKS)."""
-    rows = [r.to_dict() for r in corpus.records] + list(corpus.validation.values())
-    for row in rows:
-        text = json.dumps(row, ensure_ascii=False)
-        for char in _LINE_BREAKS:
-            if char in text:
-                raise se.CorpusError(
-                    f"record {row.get('id')!r}: a field contains U+{ord(char):04X}, which breaks"
-                    " manifest.jsonl lines for spade_envs' reader; pack to .jsonl or .parquet instead"
-                )
-
-
 def _write_jsonl(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
-    lines = [_json_line(row) for row in _rows(corpus)]
+    lines = [se.json_line(row) for row in _rows(corpus)]
     # the inner block (the sidecar) is renamed first, the data file last
     with (
         atomic_output(target, overwrite=overwrite) as temp,
@@ -222,31 +169,6 @@ def _write_parquet(corpus: se.Corpus, target: Path, overwrite: bool) -> None:
         pq.write_table(table, temp)
 
 
-def _assign_files(corpus: se.Corpus) -> list[se.EnvRecord]:
-    """Records with a safe, unique relative ``file`` each (``games/game_NNN.py`` when empty)."""
-    records, used = [], set()
-    for index, record in enumerate(corpus.records, 1):
-        file = record.file or f"games/game_{index:03d}.py"
-        parts = PurePosixPath(file).parts
-        if (
-            file.startswith("/")
-            or "\\" in file
-            or ".." in parts
-            or not parts
-            or file in _RESERVED_FILES
-        ):
-            raise se.CorpusError(
-                f"record {record.id!r}: file {file!r} is not a safe relative path inside the corpus; fix its 'file' field"
-            )
-        if file in used:
-            raise se.CorpusError(
-                f"record {record.id!r}: file {file!r} is used by another record; give each record its own 'file'"
-            )
-        used.add(file)
-        records.append(se.EnvRecord.from_dict({**record.to_dict(), "file": file}))
-    return records
-
-
 def write_packed(
     corpus: se.Corpus,
     path: str | os.PathLike[str],
@@ -268,8 +190,7 @@ def write_packed(
     if fmt == "dir":
         if target.exists() and not target.is_dir():
             raise se.CorpusError(f"{target} is a file; a directory corpus needs a directory path")
-        _check_manifest_text(corpus)
-        records = _assign_files(corpus)
+        records = corpus.records
         ids = {r.id for r in records}
         validation = {r.id: corpus.validation[r.id] for r in records if r.id in corpus.validation}
         validation.update({k: v for k, v in corpus.validation.items() if k not in ids})

@@ -1,5 +1,5 @@
 # expect: observation_too_long
-# why: the first observation is 20,000 characters (limit 16,384)
+# why: the first observation is 20,000 characters (limit spade_envs.MAX_OBSERVATION_CHARS, 4,000)
 """Guess the number: find a secret integer from higher/lower feedback."""
 
 import random

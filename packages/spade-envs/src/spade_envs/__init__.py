@@ -50,6 +50,7 @@ from .compat import (
 from .core import (
     ALLOWED_IMPORTS,
     DEFAULT_MAX_TURNS,
+    MAX_OBSERVATION_CHARS,
     RETURN_BOUNDS,
     REWARD_BOUNDS,
     SKILLS,
@@ -65,11 +66,26 @@ from .corpus import (
     RECORD_SCHEMA,
     Corpus,
     EnvRecord,
+    corpus_checksum,
+    corpus_manifest,
     example_corpus_path,
     load_corpus,
+    record_digest,
     resolve_corpus_path,
-    sha256_text,
     tool_use_corpus_path,
+)
+from .corpus_files import (
+    CHUNK_BYTES,
+    RESERVED_FILES,
+    atomic_output,
+    atomic_write_text,
+    format_checksums,
+    json_line,
+    parse_checksums,
+    sha256_file,
+    sha256_file_size,
+    sha256_text,
+    unsafe_file_problem,
     write_corpus,
 )
 from .errors import (
@@ -119,6 +135,7 @@ __all__ = [
     "__version__",
     # contract
     "SKILLS", "TOOL_USE", "REWARD_BOUNDS", "RETURN_BOUNDS", "DEFAULT_MAX_TURNS", "ALLOWED_IMPORTS",
+    "MAX_OBSERVATION_CHARS",
     "StepResult", "TextEnvironment", "EnvFactory", "episode_return", "with_hint", "contract_text",
     # checker
     "check_env", "check_step_result", "play_actions", "solution_actions", "CheckReport", "REASON_CODES",
@@ -137,7 +154,10 @@ __all__ = [
     "argument_problems", "tool_contract_text", "tool_use_corpus_path",
     # corpus
     "EnvRecord", "Corpus", "load_corpus", "write_corpus", "resolve_corpus_path", "example_corpus_path",
-    "sha256_text", "RECORD_SCHEMA",
+    "sha256_text", "RECORD_SCHEMA", "record_digest", "corpus_checksum", "corpus_manifest",
+    # corpus files and atomic writes
+    "CHUNK_BYTES", "RESERVED_FILES", "sha256_file", "sha256_file_size", "parse_checksums",
+    "format_checksums", "json_line", "unsafe_file_problem", "atomic_output", "atomic_write_text",
     # errors
     "SpadeEnvsError", "ContractError", "SourceError", "CorpusError", "ChecksumError", "SandboxUnavailableError",
     "GemUnavailableError", "RlveUnavailableError", "HubUnavailableError", "FetchError",

@@ -36,13 +36,12 @@ import math
 import os
 import random
 import re
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from .core import (
     DEFAULT_MAX_TURNS,
@@ -53,6 +52,7 @@ from .core import (
     episode_return,
     with_hint,
 )
+from .corpus_files import atomic_write_text
 from .errors import AgentTimeout
 from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
@@ -104,6 +104,12 @@ class BatchAgent(Protocol):
     """Replies to many chats at once (one batched generation call)."""
 
     def __call__(self, batch: list[list[Message]]) -> list[str]: ...
+
+
+class _ToolBatchAgent(Protocol):
+    """A :class:`BatchAgent` with ``accepts_tools = True``: it also gets each chat's tool specs."""
+
+    def __call__(self, batch: list[list[Message]], *, tools: list[Any]) -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -290,10 +296,12 @@ class _Episode:
         parsed = parse_tool_calls(reply, self.tools)
         action = canonical_action(parsed)
         self.messages.append({"role": "assistant", "content": reply})
+        info: dict[str, Any]
         if action is None:
             observation = f"error ({parsed.outcome}): {parsed.error}\n{TOOL_CALL_FORMAT_TEXT}"
             reward, terminated, truncated, info = 0.0, False, False, {}
         else:
+            assert self.env is not None, "advance() before start()"
             try:
                 observation, reward, terminated, truncated, info = self.env.step(action)
                 reward = float(reward)
@@ -320,9 +328,11 @@ class _Episode:
             return
         parsed = parse_action(reply)
         self.messages.append({"role": "assistant", "content": reply})
+        info: dict[str, Any]
         if parsed.malformed and on_malformed == "reprompt":
             observation, reward, terminated, truncated, info = FORMAT_REMINDER, 0.0, False, False, {}
         else:
+            assert self.env is not None, "advance() before start()"
             try:
                 observation, reward, terminated, truncated, info = self.env.step(parsed.action)
                 reward = float(reward)
@@ -433,7 +443,7 @@ def run_episodes(
             asked = time.perf_counter()
             try:
                 if native:
-                    replies = agent(chats, tools=[episodes[i].tools for i in live])
+                    replies = cast(_ToolBatchAgent, agent)(chats, tools=[episodes[i].tools for i in live])
                 else:
                     replies = agent(chats)
                 if len(replies) != len(live):
@@ -500,17 +510,7 @@ def run_episode(
 
 def write_transcript(result: EpisodeResult, path: str | os.PathLike[str]) -> Path:
     """Write an episode as JSON atomically (temp file in the same directory, then rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(result.to_dict(), fh, ensure_ascii=False, indent=1)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write_text(path, json.dumps(result.to_dict(), ensure_ascii=False, indent=1))
 
 
 _WORD = re.compile(r"-?\d+|[A-Za-z]+")

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import DEFAULT_MAX_TURNS, REWARD_BOUNDS, EnvFactory, TextEnvironment, episode_return
+from .core import (
+    DEFAULT_MAX_TURNS,
+    MAX_OBSERVATION_CHARS,
+    REWARD_BOUNDS,
+    EnvFactory,
+    TextEnvironment,
+    episode_return,
+)
 from .errors import ContractError
 
 __all__ = [
@@ -30,7 +37,6 @@ __all__ = [
 
 Transcript = list[tuple[str, str, float, bool, bool]]
 
-MAX_OBSERVATION_CHARS = 16_384
 
 #: Contract reason codes check_env can raise, with what each means.
 REASON_CODES: dict[str, str] = {

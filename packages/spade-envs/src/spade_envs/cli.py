@@ -37,7 +37,9 @@ __all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spade-envs", description="List, show and play SPADE environments.")
+    parser = argparse.ArgumentParser(
+        prog="spade-envs", description="List, show and play SPADE environments."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fetch", help="download a released corpus (pinned revision) and verify it")
@@ -59,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("play", help="play interactively, or run an agent over episodes")
     p.add_argument("corpus")
     p.add_argument("env_id", nargs="?", help="environment id (omit with --all)")
-    p.add_argument("--all", action="store_true", help="every environment of the corpus (agent mode)")
+    p.add_argument(
+        "--all", action="store_true", help="every environment of the corpus (agent mode)"
+    )
     p.add_argument("--hint", action="store_true", help="give the privileged hint")
     p.add_argument("--seed", type=int, default=0, help="episode seed (first seed of a batch)")
     p.add_argument("--max-turns", type=int, help="override the record's max_turns")
@@ -68,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", help="model name for --agent openai")
     p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--concurrency", type=int, default=8, help="requests in flight for --agent openai")
+    p.add_argument(
+        "--concurrency", type=int, default=8, help="requests in flight for --agent openai"
+    )
     p.add_argument("--actions", help="replies for --agent replay, separated by '||'")
     p.add_argument("--sandbox", action="store_true", help="run the environment in spade-sandbox")
     p.add_argument("--transcripts", type=Path, help="write one JSON transcript per episode here")
@@ -78,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _list(corpus: Corpus, skill: str | None) -> None:
     records = [r for r in corpus if skill is None or r.skill == skill]
     if not records and skill is not None:
-        raise SpadeEnvsError(f"no environment with skill {skill!r}; this corpus has: {', '.join(corpus.counts_by_skill())}")
+        raise SpadeEnvsError(
+            f"no environment with skill {skill!r}; this corpus has: {', '.join(corpus.counts_by_skill())}"
+        )
     width = max((len(r.id) for r in records), default=2)
     print(f"{'id':<{width}}  {'skill':<12}  {'split':<8}  title")
     for r in records:
@@ -89,8 +97,12 @@ def _list(corpus: Corpus, skill: str | None) -> None:
 
 def _show(corpus: Corpus, env_id: str, no_source: bool) -> None:
     r = corpus.record(env_id)
-    print(f"id:          {r.id}\nskill:       {r.skill}\nsplit:       {r.split}\nfile:        {r.file}")
-    print(f"title:       {r.title}\nmax_turns:   {r.max_turns}\norigin:      {r.origin}\nsha256:      {r.sha256}")
+    print(
+        f"id:          {r.id}\nskill:       {r.skill}\nsplit:       {r.split}\nfile:        {r.file}"
+    )
+    print(
+        f"title:       {r.title}\nmax_turns:   {r.max_turns}\norigin:      {r.origin}\nsha256:      {r.sha256}"
+    )
     if r.description:
         print(f"description: {r.description}")
     print(f"hint:        {r.hint}")
@@ -124,7 +136,9 @@ def _play_human(corpus: Corpus, args: argparse.Namespace) -> int:
     finally:
         env.close()
     result = episode_return(reward, terminated)
-    print(f"\nepisode return: {result:.2f} ({'won' if result >= 1.0 else 'not won'}) after {turn} turns")
+    print(
+        f"\nepisode return: {result:.2f} ({'won' if result >= 1.0 else 'not won'}) after {turn} turns"
+    )
     return 0
 
 
@@ -135,11 +149,13 @@ def _agent(args: argparse.Namespace):
     if args.agent == "replay":
         if not args.actions:
             raise SpadeEnvsError("--agent replay needs --actions 'reply1||reply2||…'")
-        agent = ReplayAgent(args.actions.split("||"))
-        return lambda batch: [agent(m) for m in batch]
+        replay = ReplayAgent(args.actions.split("||"))
+        return lambda batch: [replay(m) for m in batch]
     if not args.base_url or not args.model:
         raise SpadeEnvsError("--agent openai needs --base-url URL and --model NAME")
-    return OpenAIChatAgent(args.base_url, args.model, temperature=args.temperature, concurrency=args.concurrency).batch
+    return OpenAIChatAgent(
+        args.base_url, args.model, temperature=args.temperature, concurrency=args.concurrency
+    ).batch
 
 
 def _play_agent(corpus: Corpus, args: argparse.Namespace) -> int:
@@ -153,10 +169,15 @@ def _play_agent(corpus: Corpus, args: argparse.Namespace) -> int:
         record = corpus.record(env_id)
         factory = corpus.factory(env_id, sandbox=args.sandbox)
         for k in range(args.episodes):
-            specs.append(EpisodeSpec(
-                factory, seed=args.seed + k, hint=record.hint if args.hint else None, env_id=env_id,
-                max_turns=args.max_turns or record.max_turns,
-            ))
+            specs.append(
+                EpisodeSpec(
+                    factory,
+                    seed=args.seed + k,
+                    hint=record.hint if args.hint else None,
+                    env_id=env_id,
+                    max_turns=args.max_turns or record.max_turns,
+                )
+            )
     agent = _agent(args)
     bar = tqdm(total=len(specs), desc="episodes", unit="ep", file=sys.stderr, disable=None)
 
@@ -168,7 +189,9 @@ def _play_agent(corpus: Corpus, args: argparse.Namespace) -> int:
     bar.close()
     if args.transcripts:
         for r in results:
-            write_transcript(r, args.transcripts / f"{r.env_id}-seed{r.seed}{'-hint' if r.hinted else ''}.json")
+            write_transcript(
+                r, args.transcripts / f"{r.env_id}-seed{r.seed}{'-hint' if r.hinted else ''}.json"
+            )
     width = max(len(i) for i in ids)
     print(f"{'env_id':<{width}}  episodes  mean_return  win_rate  mean_turns  errors")
     for env_id in ids:
@@ -177,10 +200,15 @@ def _play_agent(corpus: Corpus, args: argparse.Namespace) -> int:
         wins = sum(r.won for r in rs) / len(rs)
         turns = statistics.fmean(len(r.turns) for r in rs)
         errors = sum(r.error is not None for r in rs)
-        print(f"{env_id:<{width}}  {len(rs):>8}  {mean:>11.3f}  {wins:>8.2f}  {turns:>10.1f}  {errors:>6}")
-    failed = [r for r in results if r.error is not None]
-    for r in failed[:5]:
-        print(f"error in {r.env_id} seed {r.seed} ({r.error.boundary}): {r.error.kind}: {r.error.message[:200]}", file=sys.stderr)
+        print(
+            f"{env_id:<{width}}  {len(rs):>8}  {mean:>11.3f}  {wins:>8.2f}  {turns:>10.1f}  {errors:>6}"
+        )
+    failed = [(r, r.error) for r in results if r.error is not None]
+    for r, error in failed[:5]:
+        print(
+            f"error in {r.env_id} seed {r.seed} ({error.boundary}): {error.kind}: {error.message[:200]}",
+            file=sys.stderr,
+        )
     return 1 if failed else 0
 
 

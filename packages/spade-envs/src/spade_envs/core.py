@@ -42,6 +42,7 @@ __all__ = [
     "with_hint",
     "contract_text",
     "ALLOWED_IMPORTS",
+    "MAX_OBSERVATION_CHARS",
 ]
 
 #: The six cognitive skills of the games setting.
@@ -128,14 +129,24 @@ environment (a strategy or key insight). The hint must not contain the answer of
 episode. The hint is appended to the first observation as "HINT: <hint>".
 """
 
-#: Modules a generated environment may import (the sandbox enforces its own, matching list).
+#: The standard-library modules an environment may import: this list is the contract, the
+#: designer prompt shows it, and spade-sandbox enforces it (its ``DEFAULT_ALLOWED_IMPORTS`` is a
+#: copy, because spade-sandbox depends on no spade package; a spade-envs test asserts the two are
+#: equal). Nothing here reaches the file system, the network or other processes.
 ALLOWED_IMPORTS: tuple[str, ...] = (
-    "math", "random", "re", "json", "itertools", "collections", "functools", "string",
-    "dataclasses", "typing", "fractions", "heapq", "statistics", "enum", "copy", "bisect",
-)
+    "__future__", "abc", "array", "bisect", "calendar", "cmath", "collections", "colorsys",
+    "contextlib", "copy", "dataclasses", "datetime", "decimal", "difflib", "enum", "fractions",
+    "functools", "graphlib", "hashlib", "heapq", "itertools", "json", "math", "numbers",
+    "operator", "pprint", "random", "re", "statistics", "string", "textwrap", "time", "typing",
+    "unicodedata",
+)  # fmt: skip
+
+#: The longest observation (in characters) an environment may return, hint excluded: the
+#: designer prompt states it and ``check_env`` enforces it.
+MAX_OBSERVATION_CHARS = 4000
 
 
-def contract_text(max_observation_chars: int = 4000) -> str:
+def contract_text(max_observation_chars: int = MAX_OBSERVATION_CHARS) -> str:
     """The environment contract as prompt text for the designer model."""
     return _CONTRACT.format(
         imports=", ".join(ALLOWED_IMPORTS),

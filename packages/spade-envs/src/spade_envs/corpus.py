@@ -18,7 +18,13 @@ Loading checks, and names the record or line in a one-line :class:`CorpusError` 
 valid JSON on every manifest line, the required fields with the right types, unique ids, every
 record's file present with the SHA-256 its record states, and every file listed in
 ``checksums.sha256`` matching. Unknown record fields are kept in ``EnvRecord.extra`` and written
-back, so reading and writing is lossless.
+back, so reading and writing is lossless. Every record's ``file`` must be a relative path inside
+the corpus (:func:`~spade_envs.corpus_files.unsafe_file_problem`).
+
+This module reads and verifies; :mod:`spade_envs.corpus_files` writes (``write_corpus``) and
+holds the file-level pieces both share (digests, ``checksums.sha256``, atomic writes).
+:func:`record_digest`, :func:`corpus_checksum` and :func:`corpus_manifest` identify a corpus's
+content independently of its storage format.
 """
 
 from __future__ import annotations
@@ -27,17 +33,25 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import DEFAULT_MAX_TURNS, EnvFactory
+from .corpus_files import (
+    RESERVED_FILES,
+    parse_checksums,
+    sha256_text,
+    unsafe_file_problem,
+    write_corpus,
+)
 from .errors import ChecksumError, CorpusError
 from .source import load_env
+
+if TYPE_CHECKING:
+    from .gym_env import SpadeGymEnv
 
 __all__ = [
     "EnvRecord",
@@ -49,6 +63,9 @@ __all__ = [
     "tool_use_corpus_path",
     "sha256_text",
     "RECORD_SCHEMA",
+    "record_digest",
+    "corpus_checksum",
+    "corpus_manifest",
 ]
 
 REQUIRED_FIELDS: dict[str, type] = {"id": str, "skill": str, "hint": str, "sha256": str}
@@ -90,11 +107,6 @@ RECORD_SCHEMA: dict[str, Any] = {
 }
 
 
-def sha256_text(text: str) -> str:
-    """SHA-256 of ``text`` encoded as UTF-8 (how corpus files are hashed)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 @dataclass(frozen=True)
 class EnvRecord:
     """One environment of a corpus (one line of ``manifest.jsonl``).
@@ -128,9 +140,13 @@ class EnvRecord:
         values: dict[str, Any] = {}
         for name, kind in REQUIRED_FIELDS.items():
             if name not in data or data[name] is None:
-                raise CorpusError(f"{label}: missing required field {name!r}; re-pack the corpus with spade-corpus")
+                raise CorpusError(
+                    f"{label}: missing required field {name!r}; re-pack the corpus with spade-corpus"
+                )
             if not isinstance(data[name], kind):
-                raise CorpusError(f"{label}: field {name!r} must be {kind.__name__}, got {type(data[name]).__name__}")
+                raise CorpusError(
+                    f"{label}: field {name!r} must be {kind.__name__}, got {type(data[name]).__name__}"
+                )
             values[name] = data[name]
         if not values["id"]:
             raise CorpusError(f"{label}: field 'id' is empty")
@@ -143,7 +159,9 @@ class EnvRecord:
                     except json.JSONDecodeError:
                         raise CorpusError(f"{label}: field {name!r} is not valid JSON") from None
                 if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                    raise CorpusError(f"{label}: field {name!r} must be {kind.__name__}, got {type(value).__name__}")
+                    raise CorpusError(
+                        f"{label}: field {name!r} must be {kind.__name__}, got {type(value).__name__}"
+                    )
                 values[name] = value
         known = set(REQUIRED_FIELDS) | set(OPTIONAL_FIELDS) | {"source", "validation", "extra"}
         values["extra"] = {k: v for k, v in data.items() if k not in known}
@@ -153,6 +171,43 @@ class EnvRecord:
         """The manifest dict (unknown fields from ``extra`` merged back in)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         return {**out, **self.extra}
+
+
+def record_digest(record: EnvRecord) -> str:
+    """SHA-256 of a record's manifest dict as canonical JSON (sorted keys, no spaces, UTF-8).
+
+    It covers the module source through the record's ``sha256`` field.
+    """
+    text = json.dumps(record.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return sha256_text(text)
+
+
+def corpus_checksum(records: Iterable[EnvRecord]) -> str:
+    """SHA-256 over the lines ``"<record digest>  <id>\\n"`` sorted.
+
+    It depends on records and sources only, not on manifest order or storage format, so a
+    corpus has one checksum as a directory, a ``.jsonl`` and a ``.parquet``. Validation results
+    are not covered: they describe a run, not the environments.
+    """
+    lines = sorted(f"{record_digest(r)}  {r.id}\n" for r in records)
+    return sha256_text("".join(lines))
+
+
+def corpus_manifest(corpus: Corpus, revision: str | None = None) -> dict[str, Any]:
+    """The manifest summary of a loaded corpus: totals, counts and :func:`corpus_checksum`.
+
+    ``revision`` is the given string, or else the first 16 hex digits of the corpus checksum
+    (a content hash: two corpora with the same records and sources share it).
+    """
+    checksum = corpus_checksum(corpus.records)
+    return {
+        "revision": revision if revision is not None else checksum[:16],
+        "total": len(corpus),
+        "counts_by_skill": corpus.counts_by_skill(),
+        "counts_by_split": dict(sorted(Counter(r.split for r in corpus.records).items())),
+        "corpus_sha256": checksum,
+        "algorithm": "sha256 of sorted '<sha256(canonical record JSON)>  <id>' lines",
+    }
 
 
 @dataclass(frozen=True)
@@ -181,7 +236,9 @@ class Corpus:
         for rec in self.records:
             if rec.id == env_id:
                 return rec
-        raise CorpusError(f"no environment {env_id!r} in {self.path}; `spade-envs list {self.path}` shows the ids")
+        raise CorpusError(
+            f"no environment {env_id!r} in {self.path}; `spade-envs list {self.path}` shows the ids"
+        )
 
     def source(self, env_id: str) -> str:
         return self.sources[self.record(env_id).id]
@@ -192,16 +249,37 @@ class Corpus:
     def split(self, name: str) -> list[EnvRecord]:
         return [r for r in self.records if r.split == name]
 
-    def factory(self, env_id: str, *, sandbox: bool = False, sandbox_config: Any = None, sandbox_pool: Any = None, mode: str | None = None) -> EnvFactory:
+    def factory(
+        self,
+        env_id: str,
+        *,
+        sandbox: bool = False,
+        sandbox_config: Any = None,
+        sandbox_pool: Any = None,
+        mode: str | None = None,
+    ) -> EnvFactory:
         """A factory for one environment (in-process, or in spade-sandbox with ``sandbox=True``),
         run in ``mode`` (default: the corpus's own :attr:`mode`)."""
         rec = self.record(env_id)
         return load_env(
-            self.sources[rec.id], rec.class_name, sandbox=sandbox, sandbox_config=sandbox_config,
-            sandbox_pool=sandbox_pool, origin=f"{self.path}:{rec.file or rec.id}", mode=mode or self.mode,
+            self.sources[rec.id],
+            rec.class_name,
+            sandbox=sandbox,
+            sandbox_config=sandbox_config,
+            sandbox_pool=sandbox_pool,
+            origin=f"{self.path}:{rec.file or rec.id}",
+            mode=mode or self.mode,
         )
 
-    def make(self, env_id: str, *, hint: bool = False, max_turns: int | None = None, sandbox: bool = False, **kwargs: Any):
+    def make(
+        self,
+        env_id: str,
+        *,
+        hint: bool = False,
+        max_turns: int | None = None,
+        sandbox: bool = False,
+        **kwargs: Any,
+    ) -> SpadeGymEnv:
         """A :class:`~spade_envs.gym_env.SpadeGymEnv` for one environment."""
         from .gym_env import SpadeGymEnv
 
@@ -233,14 +311,17 @@ def resolve_corpus_path(name_or_path: str | os.PathLike[str]) -> Path:
         return tool_use_corpus_path()
     path = Path(name_or_path)
     if not path.exists():
-        raise CorpusError(f"corpus {str(name_or_path)!r} not found; pass a corpus directory, a .jsonl/.parquet file, or 'example'")
+        raise CorpusError(
+            f"corpus {str(name_or_path)!r} not found; pass a corpus directory, a .jsonl/.parquet file, or 'example'"
+        )
     return path
 
 
 def _read_jsonl(path: Path, label: str) -> list[dict[str, Any]]:
     rows = []
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # not splitlines(): U+2028 may sit inside a JSON string
+        # not splitlines(): U+2028 may sit inside a JSON string
+        lines = path.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError:
         raise CorpusError(f"{label}: not UTF-8 text") from None
     for number, line in enumerate(lines, 1):
@@ -249,20 +330,22 @@ def _read_jsonl(path: Path, label: str) -> list[dict[str, Any]]:
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise CorpusError(f"{label} line {number}: invalid JSON ({exc.msg}); the file is truncated or corrupt") from None
+            raise CorpusError(
+                f"{label} line {number}: invalid JSON ({exc.msg}); the file is truncated or corrupt"
+            ) from None
     return rows
 
 
 def _parse_checksums(path: Path) -> dict[str, str]:
-    entries: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
-        if not line.strip():
-            continue
-        digest, sep, name = line.partition(" ")
-        name = name[1:] if name[:1] in (" ", "*") else name
-        if not sep or len(digest) != 64 or not name:
-            raise CorpusError(f"checksums.sha256 line {number}: expected '<sha256>  <path>', got {line[:60]!r}")
-        entries[name] = digest.lower()
+    entries, problems = parse_checksums(path.read_text(encoding="utf-8"))
+    if problems:
+        number, message = problems[0]
+        raise CorpusError(f"checksums.sha256 line {number}: {message}")
+    for name in entries:
+        if unsafe_file_problem(name) and name not in RESERVED_FILES:
+            raise CorpusError(
+                f"checksums.sha256 lists {name!r}, which is not a path inside the corpus"
+            )
     return entries
 
 
@@ -281,11 +364,14 @@ def _released_row(row: Any) -> Any:
 
 
 def _check_unique(rows: list[dict[str, Any]], label: str) -> list[EnvRecord]:
-    records, seen = [], {}
+    records: list[EnvRecord] = []
+    seen: dict[str, int] = {}
     for number, row in enumerate(rows, 1):
         rec = EnvRecord.from_dict(_released_row(row), f"{label} line {number}")
         if rec.id in seen:
-            raise CorpusError(f"{label} line {number}: duplicate id {rec.id!r} (first on line {seen[rec.id]})")
+            raise CorpusError(
+                f"{label} line {number}: duplicate id {rec.id!r} (first on line {seen[rec.id]})"
+            )
         seen[rec.id] = number
         records.append(rec)
     return records
@@ -301,11 +387,16 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
     checksums_file = path / "checksums.sha256"
     checksums = _parse_checksums(checksums_file) if checksums_file.is_file() else None
     if verify and checksums is None:
-        raise CorpusError(f"{path}: no checksums.sha256; regenerate it (sha256sum format) or load with verify=False")
+        raise CorpusError(
+            f"{path}: no checksums.sha256; regenerate it (sha256sum format) or load with verify=False"
+        )
     sources: dict[str, str] = {}
     for rec in records:
         if not rec.file:
             raise CorpusError(f"manifest.jsonl: record {rec.id!r} has no 'file' field")
+        problem = unsafe_file_problem(rec.file)
+        if problem:
+            raise CorpusError(f"manifest.jsonl: record {rec.id!r}: {problem}")
         file = path / rec.file
         if not file.is_file():
             raise CorpusError(f"record {rec.id!r}: file {rec.file} is missing")
@@ -317,19 +408,23 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
                     f"record {rec.id!r}: {rec.file} has SHA-256 {digest[:12]}…, manifest says {rec.sha256[:12]}…; "
                     "the file was modified or truncated"
                 )
-            if rec.file not in checksums:
-                raise ChecksumError(f"record {rec.id!r}: {rec.file} is not listed in checksums.sha256")
+            if checksums is None or rec.file not in checksums:
+                raise ChecksumError(
+                    f"record {rec.id!r}: {rec.file} is not listed in checksums.sha256"
+                )
         try:
             sources[rec.id] = data.decode("utf-8")
         except UnicodeDecodeError:
             raise CorpusError(f"record {rec.id!r}: {rec.file} is not UTF-8 text") from None
-    if verify:
+    if verify and checksums is not None:
         for name, expected in checksums.items():
             file = path / name
             if not file.is_file():
                 raise ChecksumError(f"checksums.sha256 lists {name}, which is missing")
             if hashlib.sha256(file.read_bytes()).hexdigest() != expected:
-                raise ChecksumError(f"{name}: SHA-256 does not match checksums.sha256; the file was modified or truncated")
+                raise ChecksumError(
+                    f"{name}: SHA-256 does not match checksums.sha256; the file was modified or truncated"
+                )
     validation: dict[str, dict[str, Any]] = {}
     vfile = path / "validation_manifest.jsonl"
     if vfile.is_file():
@@ -352,13 +447,18 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
 def _load_packed(path: Path, rows: list[dict[str, Any]], verify: bool) -> Corpus:
     label = path.name
     records = _check_unique(rows, label)
-    sources, validation = {}, {}
+    sources: dict[str, str] = {}
+    validation: dict[str, dict[str, Any]] = {}
     for number, (rec, row) in enumerate(zip(records, rows, strict=True), 1):
         source = row.get("source")
         if not isinstance(source, str):
-            raise CorpusError(f"{label} line {number} (id {rec.id!r}): missing required field 'source'")
+            raise CorpusError(
+                f"{label} line {number} (id {rec.id!r}): missing required field 'source'"
+            )
         if verify and sha256_text(source) != rec.sha256:
-            raise ChecksumError(f"record {rec.id!r}: source SHA-256 does not match its 'sha256' field; the record was modified or truncated")
+            raise ChecksumError(
+                f"record {rec.id!r}: source SHA-256 does not match its 'sha256' field; the record was modified or truncated"
+            )
         sources[rec.id] = source
         if row.get("validation") is not None:
             v = row["validation"]
@@ -377,68 +477,12 @@ def load_corpus(path: str | os.PathLike[str], *, verify: bool = True) -> Corpus:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise CorpusError("reading Parquet needs pyarrow: pip install 'spade-envs[parquet]'") from None
+            raise CorpusError(
+                "reading Parquet needs pyarrow: pip install 'spade-envs[parquet]'"
+            ) from None
         try:
             rows = pq.read_table(path).to_pylist()
         except Exception as exc:
             raise CorpusError(f"{path.name}: not a readable Parquet file ({exc})") from None
         return _load_packed(path, rows, verify)
     raise CorpusError(f"{path}: not a corpus; pass a directory, a .jsonl or a .parquet file")
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def write_corpus(
-    path: str | os.PathLike[str],
-    records: Iterable[EnvRecord],
-    sources: Mapping[str, str],
-    *,
-    validation: Mapping[str, dict[str, Any]] | None = None,
-    summary: dict[str, Any] | None = None,
-    overwrite: bool = False,
-) -> Path:
-    """Write a corpus directory in the released layout, atomically (built aside, then renamed).
-
-    Each record's ``file`` defaults to ``games/game_NNN.py`` and its ``sha256`` is recomputed
-    from the source. ``checksums.sha256`` covers every other file written.
-    """
-    target = Path(path)
-    if target.exists() and not overwrite:
-        raise CorpusError(f"{target} already exists; pass overwrite=True or choose another path")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        lines, files = [], []
-        for index, rec in enumerate(records, 1):
-            source = sources[rec.id]
-            file = rec.file or f"games/game_{index:03d}.py"
-            rec = dataclasses.replace(rec, file=file, sha256=sha256_text(source))
-            _write_text(staging / file, source)
-            files.append(file)
-            lines.append(json.dumps(rec.to_dict(), ensure_ascii=False))
-        _write_text(staging / "manifest.jsonl", "\n".join(lines) + "\n")
-        files.append("manifest.jsonl")
-        if validation is not None:
-            rows = [json.dumps(v, ensure_ascii=False) for v in validation.values()]
-            _write_text(staging / "validation_manifest.jsonl", "\n".join(rows) + ("\n" if rows else ""))
-            files.append("validation_manifest.jsonl")
-        if summary is not None:
-            _write_text(staging / "validation_summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
-            files.append("validation_summary.json")
-        sums = [f"{hashlib.sha256((staging / f).read_bytes()).hexdigest()}  {f}" for f in sorted(files)]
-        _write_text(staging / "checksums.sha256", "\n".join(sums) + "\n")
-        if target.exists():
-            backup = target.with_name(f".{target.name}.old")
-            shutil.rmtree(backup, ignore_errors=True)
-            target.rename(backup)
-            staging.rename(target)
-            shutil.rmtree(backup, ignore_errors=True)
-        else:
-            staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target

@@ -14,8 +14,8 @@ from typing import Any
 import gymnasium
 from gymnasium import spaces
 
-from .checker import MAX_OBSERVATION_CHARS, check_step_result, solution_actions
-from .core import DEFAULT_MAX_TURNS, EnvFactory, episode_return, with_hint
+from .checker import check_step_result, solution_actions
+from .core import DEFAULT_MAX_TURNS, MAX_OBSERVATION_CHARS, EnvFactory, episode_return, with_hint
 from .errors import ContractError
 
 __all__ = ["TEXT_CHARSET", "MAX_ACTION_CHARS", "SpadeGymEnv", "text_space"]
@@ -85,12 +85,16 @@ class SpadeGymEnv(gymnasium.Env[str, str]):
             )
         return observation
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict]:
         super().reset(seed=seed)
         episode_seed = int(self.np_random.integers(0, 2**31 - 1))
         observation, info = self._env.reset(seed=episode_seed)
         if not (isinstance(observation, str) and isinstance(info, dict)):
-            raise ContractError("reset_return_type", f"{self.env_id}: reset must return (str, dict)")
+            raise ContractError(
+                "reset_return_type", f"{self.env_id}: reset must return (str, dict)"
+            )
         self._observation = self._checked(with_hint(observation, self.hint))
         self._turn = 0
         self._done = False
@@ -98,7 +102,9 @@ class SpadeGymEnv(gymnasium.Env[str, str]):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
         if self._done:
-            raise gymnasium.error.ResetNeeded(f"{self.env_id}: the episode ended; call reset() first")
+            raise gymnasium.error.ResetNeeded(
+                f"{self.env_id}: the episode ended; call reset() first"
+            )
         result = self._env.step(action)
         check_step_result(result, f"{self.env_id}: step")
         observation, reward, terminated, truncated, info = result

@@ -12,7 +12,7 @@ import ast
 import hashlib
 import threading
 import types
-from typing import Any
+from typing import Any, cast
 
 from .core import DEFAULT_MAX_TURNS, EnvFactory, StepResult
 from .errors import SandboxUnavailableError, SourceError
@@ -162,4 +162,4 @@ def load_env(
         raise ValueError(f"mode must be 'strict' or 'compat', not {mode!r}")
     if sandbox:
         return SandboxedFactory(source, class_name, sandbox_config, sandbox_pool, origin)
-    return load_env_class(source, class_name, origin)
+    return cast(EnvFactory, load_env_class(source, class_name, origin))  # a class builds instances

@@ -24,7 +24,12 @@ DEFAULT_ALLOWED_IMPORTS: frozenset[str] = frozenset(
         "textwrap", "time", "typing", "unicodedata",
     }
 )  # fmt: skip
-"""Standard-library modules games and tool-use environments need; nothing that reaches the OS."""
+"""Standard-library modules games and tool-use environments need; nothing that reaches the OS.
+
+The environment contract (`spade_envs.ALLOWED_IMPORTS`) owns this list. spade-sandbox depends
+on no spade package, so it keeps this copy as its default; a spade-envs test asserts the two
+are equal. Widen it per run with `SandboxConfig(allowed_imports=...)` or
+`SPADE_SANDBOX_EXTRA_IMPORTS`."""
 
 LAYERS: tuple[str, ...] = (
     "namespaces",
