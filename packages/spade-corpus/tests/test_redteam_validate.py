@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import spade_envs as se
 import spade_sandbox as ss
-from spade_corpus import dedup, validate
-from spade_corpus.validate import VALIDATION_REASONS, ValidationItem, validate_many
+from spade_corpus import dedup
+from spade_corpus import validate_cli as validate
+from spade_corpus.validate import VALIDATION_REASONS, ValidationItem, validate_corpus, validate_many
 from spade_sandbox import process
 
 pytestmark = pytest.mark.timeout(300)
@@ -186,6 +187,6 @@ def test_the_example_corpora_pass_and_no_probe_wins_on_more_than_one_seed():
     """No real game newly fails: the 60 example games and the 30 tool-use environments."""
     for path in (se.example_corpus_path(), se.tool_use_corpus_path()):
         corpus = se.load_corpus(path)
-        got, summary = validate.validate_corpus(corpus, workers=2)
+        got, summary = validate_corpus(corpus, workers=2)
         assert summary["valid"] == summary["total"], summary["by_reason"]
         assert max(max(r.checks["probe_wins"].values()) for r in got) <= 1

@@ -4,7 +4,7 @@ import argparse
 import json
 from pathlib import Path
 
-from spade_corpus import validate
+from spade_corpus import validate_cli as validate
 
 BAD_ENVS = Path(__file__).parent / "bad_envs"
 HINT = "Binary search: guess the midpoint of the numbers still possible."

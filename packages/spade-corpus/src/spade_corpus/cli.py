@@ -18,7 +18,7 @@ __all__ = ["main", "build_parser", "COMMANDS"]
 #: command -> (module, add-arguments function, run function, help)
 COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "validate": (
-        "validate",
+        "validate_cli",
         "add_arguments",
         "run",
         "validate environments (structural + sandboxed runtime checks)",

@@ -47,7 +47,7 @@ def _validation_stats(corpus: se.Corpus) -> dict[str, Any]:
     skill_of = {r.id: r.skill for r in corpus.records}
     per_skill: dict[str, list[int]] = {}
     for row in rows:
-        skill = skill_of.get(row.get("id")) or row.get("skill")
+        skill = skill_of.get(str(row.get("id"))) or row.get("skill")
         if isinstance(skill, str):
             counts = per_skill.setdefault(skill, [0, 0])
             counts[0] += row.get("valid") is True

@@ -19,18 +19,12 @@ environment is not counted as rejected (:func:`validation_summary`).
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-import os
-import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import spade_envs as se
@@ -55,8 +49,6 @@ __all__ = [
     "validate_many",
     "validate_corpus",
     "validation_summary",
-    "add_arguments",
-    "run",
 ]
 
 DEFAULT_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -466,7 +458,7 @@ def validation_summary(
     return summary
 
 
-def _corpus_items(corpus: se.Corpus) -> list[ValidationItem]:
+def corpus_items(corpus: se.Corpus) -> list[ValidationItem]:
     return [
         ValidationItem(
             corpus.sources[rec.id],
@@ -497,7 +489,7 @@ def validate_corpus(
     """
     start = time.perf_counter()
     reports = validate_many(
-        _corpus_items(corpus),
+        corpus_items(corpus),
         workers=workers,
         progress=progress,
         config=config,
@@ -507,124 +499,3 @@ def validate_corpus(
     )
     skills = {rec.id: rec.skill for rec in corpus.records}
     return reports, validation_summary(reports, skills, time.perf_counter() - start)
-
-
-# ---- the `spade-corpus validate` command -------------------------------------------------
-
-
-class _UserError(Exception):
-    """A mistake in the command line or its inputs: one line, exit status 2."""
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``spade-corpus validate``."""
-    parser.description = (
-        "Validate environments: a corpus (directory, .jsonl, .parquet or 'example') or single "
-        ".py files with --hint. Exit 0 when all are valid, 1 when some are not, 2 on bad input."
-    )
-    parser.add_argument(
-        "paths",
-        nargs="+",
-        metavar="PATH",
-        help="corpus directory, .jsonl/.parquet file, 'example', or an environment .py file",
-    )
-    parser.add_argument("--hint", metavar="TEXT", help="the privileged hint of the .py files given")
-    parser.add_argument(
-        "--max-turns",
-        type=int,
-        default=se.DEFAULT_MAX_TURNS,
-        metavar="N",
-        help="turn limit for .py files (default %(default)s)",
-    )
-    parser.add_argument(
-        "--out", metavar="REPORT.json", help="write the JSON report here (atomically)"
-    )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=2,
-        metavar="N",
-        help="environments validated at once (default %(default)s)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
-
-
-def _read_items(
-    paths: Sequence[str], hint: str | None, max_turns: int
-) -> tuple[list[ValidationItem], dict[str, str]]:
-    items: list[ValidationItem] = []
-    skills: dict[str, str] = {}
-    py_files = [p for p in paths if p.endswith(".py")]
-    if py_files and hint is None:
-        raise _UserError(f"{py_files[0]}: a .py file needs its privileged hint; pass --hint TEXT")
-    if hint is not None and not py_files:
-        raise _UserError("--hint applies to .py files only; a corpus carries its own hints")
-    for path in paths:
-        if path.endswith(".py"):
-            try:
-                source = Path(path).read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise _UserError(f"{path}: no such file; check the path") from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise _UserError(
-                    f"{path}: cannot read it as UTF-8 text ({type(exc).__name__}); pass a Python source file"
-                ) from None
-            items.append(ValidationItem(source, hint or "", path, None, max_turns))
-            continue
-        try:
-            corpus = se.load_corpus(path)
-        except se.CorpusError as exc:
-            raise _UserError(str(exc)) from None
-        items += _corpus_items(corpus)
-        skills.update({rec.id: rec.skill for rec in corpus.records})
-    return items, skills
-
-
-def _write_json_atomically(path: Path, data: Any) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; the report is an ordinary file
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``spade-corpus validate``; returns the exit status."""
-    try:
-        if args.workers < 1:
-            raise _UserError(f"--workers must be at least 1, got {args.workers}")
-        if args.max_turns < 1:
-            raise _UserError(f"--max-turns must be at least 1, got {args.max_turns}")
-        out = Path(args.out) if args.out else None
-        if out is not None and not out.parent.is_dir():
-            raise _UserError(
-                f"--out {args.out}: directory {out.parent} does not exist; create it first"
-            )
-        if out is not None and out.is_dir():
-            raise _UserError(f"--out {args.out} is a directory; name a file such as report.json")
-        items, skills = _read_items(args.paths, args.hint, args.max_turns)
-    except _UserError as exc:
-        print(f"spade-corpus validate: error: {exc}", file=sys.stderr)
-        return 2
-    start = time.perf_counter()
-    reports = validate_many(items, workers=args.workers, progress=not args.no_progress)
-    summary = validation_summary(reports, skills, time.perf_counter() - start)
-    for rep in reports:
-        if not rep.valid:
-            kind = "INFRASTRUCTURE" if rep.infrastructure else "INVALID"
-            print(f"{rep.env_id}: {kind} [{rep.reason}] {rep.message}")
-    if out is not None:
-        _write_json_atomically(out, {"summary": summary, "reports": [r.to_dict() for r in reports]})
-    print(
-        f"{summary['valid']}/{summary['total']} valid, {summary['invalid']} invalid, "
-        f"{summary['infrastructure_errors']} infrastructure errors, in {summary['elapsed_s']:.1f} s"
-        + (f"; report: {out}" if out is not None else "")
-    )
-    return 0 if summary["valid"] == summary["total"] else 1

@@ -291,6 +291,7 @@ class LocalBackend:
             {
                 "optimizer": self.optimizer.state_dict(),
                 "steps": self.steps,
+                "truncated_prompts": self.truncated_prompts,
                 "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "python_rng": random.getstate(),
@@ -314,6 +315,7 @@ class LocalBackend:
         state = torch.load(path / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(state["optimizer"])
         self.steps = int(state["steps"])
+        self.truncated_prompts = int(state.get("truncated_prompts", 0))
         torch.set_rng_state(state["torch_rng"])
         if state.get("cuda_rng") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
