@@ -412,3 +412,11 @@ def test_interactive_play_of_a_shipped_environment_with_its_solution(terminal):
         t.send(move)
     t.expect(f"episode return: 1.00 (won) after {len(moves)} turns")
     assert t.close() == 0
+
+
+def test_play_shows_control_characters_as_escapes_not_terminal_codes():
+    from spade_envs.cli import printable
+
+    assert printable("\x1b[31mred\x1b[0m\tok\n\x00\x07") == "\\x1b[31mred\\x1b[0m\tok\n\\x00\\x07"
+    assert printable("plain text, ünïcode") == "plain text, ünïcode"
+    assert printable("\u202e") == "\\u202e"  # right-to-left override

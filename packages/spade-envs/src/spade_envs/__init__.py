@@ -3,6 +3,7 @@ episode runner and corpus playback. See the package README."""
 
 from importlib.metadata import version as _version
 
+from .agents import OpenAIChatAgent, RandomAgent, RandomToolAgent, ReplayAgent
 from .chat import (
     DEFAULT_SYSTEM_PROMPT,
     FORMAT_REMINDER,
@@ -13,11 +14,7 @@ from .chat import (
     EpisodeResult,
     EpisodeSpec,
     Message,
-    OpenAIChatAgent,
     ParsedAction,
-    RandomAgent,
-    RandomToolAgent,
-    ReplayAgent,
     Scoring,
     TurnRecord,
     parse_action,

@@ -21,14 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from .chat import (
-    EpisodeSpec,
-    OpenAIChatAgent,
-    RandomAgent,
-    ReplayAgent,
-    run_episodes,
-    write_transcript,
-)
+from .agents import OpenAIChatAgent, RandomAgent, ReplayAgent
+from .chat import EpisodeSpec, run_episodes, write_transcript
 from .core import episode_return, with_hint
 from .corpus import Corpus, load_corpus
 from .errors import SpadeEnvsError
@@ -43,11 +37,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("fetch", help="download a released corpus (pinned revision) and verify it")
-    p.add_argument("--out", required=True, help="directory to create (must not exist, or hold the verified corpus)")
-    p.add_argument("--repo", default=None, help="dataset repository (default: the GPT-5.5 static corpus)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="directory to create (must not exist, or hold the verified corpus)",
+    )
+    p.add_argument(
+        "--repo", default=None, help="dataset repository (default: the GPT-5.5 static corpus)"
+    )
     p.add_argument("--revision", default=None, help="commit to download (default: the pinned one)")
-    p.add_argument("--expected-games", type=int, default=None, help="games/game_*.py count to require (0: any)")
-    p.add_argument("--endpoint", default=None, help="hub URL (default: $HF_ENDPOINT or the public hub)")
+    p.add_argument(
+        "--expected-games", type=int, default=None, help="games/game_*.py count to require (0: any)"
+    )
+    p.add_argument(
+        "--endpoint", default=None, help="hub URL (default: $HF_ENDPOINT or the public hub)"
+    )
 
     p = sub.add_parser("list", help="environment ids, skills and counts of a corpus")
     p.add_argument("corpus")
@@ -110,12 +114,26 @@ def _show(corpus: Corpus, env_id: str, no_source: bool) -> None:
         print("\n" + corpus.source(env_id).rstrip())
 
 
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control characters (ANSI escapes, NUL, bell) shown as
+    ``\\xNN`` escapes instead of acting on the terminal; newlines and tabs kept. The checker
+    rejects such observations (``observation_charset``); released corpora may still hold them."""
+    return "".join(
+        c
+        if c in "\n\t" or c.isprintable()
+        else f"\\x{ord(c):02x}"
+        if ord(c) < 256
+        else f"\\u{ord(c):04x}"
+        for c in text
+    )
+
+
 def _play_human(corpus: Corpus, args: argparse.Namespace) -> int:
     record = corpus.record(args.env_id)
     max_turns = args.max_turns or record.max_turns
     env = corpus.factory(record.id, sandbox=args.sandbox)(max_turns=max_turns)
     observation, _ = env.reset(seed=args.seed)
-    print(with_hint(observation, record.hint if args.hint else None))
+    print(printable(with_hint(observation, record.hint if args.hint else None)))
     reward, terminated, turn = 0.0, False, 0
     try:
         while turn < max_turns:
@@ -128,7 +146,7 @@ def _play_human(corpus: Corpus, args: argparse.Namespace) -> int:
                 break
             observation, reward, terminated, truncated, _ = env.step(action)
             turn += 1
-            print(observation)
+            print(printable(observation))
             if terminated or truncated:
                 break
     except KeyboardInterrupt:
