@@ -10,108 +10,37 @@ killing the whole process group with SIGKILL; every child is reaped.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import itertools
 import json
 import os
-import queue
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Sequence
 
+from .bwrap import (  # noqa: F401  (the constants are re-exported for the Docker backend)
+    NOBODY,
+    SANDBOX_PATH_DIR,
+    SANDBOX_WORK_DIR,
+    SANDBOX_WORKER_DIR,
+    SCRUBBED_ENV,
+    WORKER_DIR,
+    bwrap_flags,
+    bwrap_mounts,
+    inner_paths,
+    interpreter,
+    python_path,
+)
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
 from .protocol import FramedWorker
 from .quota import DiskQuota
-
-WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
-SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
-SANDBOX_WORK_DIR = "/work"
-SANDBOX_PATH_DIR = "/opt/spade_python_path"  # python_path directory i is mounted at /i
-NOBODY = 65534
-# Variables the child gets; nothing is inherited from the host.
-SCRUBBED_ENV = {
-    "PATH": "/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "PYTHONHASHSEED": "0",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    # one BLAS thread: a library preloaded in the zygote must not hold threads across fork()
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-}
-
-
-def python_path(config: SandboxConfig) -> list[str]:
-    """Directories from ``backend_options["python_path"]`` (``os.pathsep``-separated), made
-    readable and importable inside the sandbox, for allowed modules outside the standard library
-    (e.g. the site-packages holding numpy). The import allow-list still decides what the
-    environment may import; what is mounted is read-only."""
-    raw = config.backend_options.get("python_path", "")
-    return [os.path.realpath(p) for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
-
-
-def _inner(extra: Sequence[str], bwrap: str | None) -> list[str]:
-    """Where the ``python_path`` directories are seen by the worker."""
-    return [f"{SANDBOX_PATH_DIR}/{i}" for i in range(len(extra))] if bwrap else list(extra)
-
-
-class _Spawner:
-    """Starts every sandbox process from one long-lived thread.
-
-    A child's parent-death signal (bubblewrap's --die-with-parent, the worker's
-    PR_SET_PDEATHSIG) follows the *thread* that forked it: a worker opened from a short-lived
-    thread would die when that thread exits. Forking from a thread that lives as long as the
-    process ties the worker to the process instead."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    def _serve(self) -> None:
-        while True:
-            fn, done = self._queue.get()
-            try:
-                done.set_result(fn())
-            except BaseException as exc:  # handed to the caller
-                done.set_exception(exc)
-
-    def call(self, fn):
-        if threading.current_thread() is self._thread:
-            return fn()
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                self._queue = queue.SimpleQueue()  # a forked host starts afresh
-                self._thread = threading.Thread(
-                    target=self._serve, name="spade-sandbox-spawner", daemon=True
-                )
-                self._pid = os.getpid()
-                self._thread.start()
-            done: concurrent.futures.Future = concurrent.futures.Future()
-            self._queue.put((fn, done))
-        return done.result()
-
-
-_SPAWNER = _Spawner()
-
-
-def spawn(argv: list[str], **popen_kwargs) -> subprocess.Popen:
-    """`subprocess.Popen(argv, ...)` forked from the process-long spawner thread."""
-    return _SPAWNER.call(lambda: subprocess.Popen(argv, **popen_kwargs))
-
-
-def interpreter() -> tuple[str, str]:
-    """The base interpreter (not a venv shim) and its prefix: the worker needs only the stdlib."""
-    return os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix)
+from .spawn import spawn
 
 
 @functools.lru_cache(maxsize=1)
@@ -123,8 +52,8 @@ def bwrap_status() -> tuple[str | None, str]:
     python, _ = interpreter()
     argv = [
         path,
-        *_bwrap_flags(os.getuid() == 0),
-        *_bwrap_mounts(tempfile.gettempdir()),
+        *bwrap_flags(os.getuid() == 0),
+        *bwrap_mounts(tempfile.gettempdir()),
         "--",
         python,
         "-S",
@@ -138,49 +67,6 @@ def bwrap_status() -> tuple[str | None, str]:
     if probe.returncode != 0:
         return None, f"unavailable: bubblewrap does not work here ({probe.stderr.strip()[:200]})"
     return path, "active: bubblewrap (pid, net, ipc, uts, mount namespaces; read-only system dirs)"
-
-
-def _bwrap_flags(as_root: bool) -> list[str]:
-    # As root there is no user namespace: the worker drops to the real uid 65534 itself,
-    # which a user namespace would map back to root outside.
-    ns = [
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-    ]
-    if not as_root:
-        ns = ["--unshare-all"]
-    return [*ns, "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv",
-            *[a for k, v in SCRUBBED_ENV.items() for a in ("--setenv", k, v)]]  # fmt: skip
-
-
-def _bwrap_mounts(work_dir: str, extra: Sequence[str] = ()) -> list[str]:
-    _, prefix = interpreter()
-    args: list[str] = ["--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
-        if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
-    if not prefix.startswith("/usr/"):
-        # bwrap creates missing parents as 0700, which uid 65534 could not traverse.
-        parents = []
-        parent = os.path.dirname(prefix)
-        while parent not in ("/", ""):
-            parents.append(parent)
-            parent = os.path.dirname(parent)
-        for parent in reversed(parents):
-            args += ["--perms", "0755", "--dir", parent]
-        args += ["--ro-bind", prefix, prefix]
-    if extra:
-        args += ["--perms", "0755", "--dir", SANDBOX_PATH_DIR]
-    for i, path in enumerate(extra):
-        args += ["--ro-bind", path, f"{SANDBOX_PATH_DIR}/{i}"]
-    args += ["--ro-bind", WORKER_DIR, SANDBOX_WORKER_DIR, "--dev", "/dev", "--tmpfs", "/tmp",
-             "--bind", work_dir, SANDBOX_WORK_DIR, "--chdir", SANDBOX_WORK_DIR]  # fmt: skip
-    return args
 
 
 def _tail(stderr_file, size: int = 2000) -> str:
@@ -284,13 +170,13 @@ class ProcessBackend:
             os.chown(work_dir, NOBODY, NOBODY)
         extra = python_path(config)
         if bwrap:
-            argv = [bwrap, *_bwrap_flags(as_root), *_bwrap_mounts(work_dir, extra), "--", python, "-S", "-B",
+            argv = [bwrap, *bwrap_flags(as_root), *bwrap_mounts(work_dir, extra), "--", python, "-S", "-B",
                     f"{SANDBOX_WORKER_DIR}/worker.py"]  # fmt: skip
             inner_work, read_paths = SANDBOX_WORK_DIR, [prefix, "/usr", SANDBOX_WORKER_DIR]
         else:
             argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py")]
             inner_work, read_paths = work_dir, [prefix, "/usr", WORKER_DIR]
-        paths = _inner(extra, bwrap)
+        paths = inner_paths(extra, bwrap)
         stderr_file = tempfile.TemporaryFile()
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -374,7 +260,7 @@ class Zygote:
             os.chown(self.work_root, NOBODY, NOBODY)
         extra = python_path(config)
         if bwrap:
-            argv = [bwrap, *_bwrap_flags(os.getuid() == 0), *_bwrap_mounts(self.work_root, extra), "--", python, "-S", "-B",
+            argv = [bwrap, *bwrap_flags(os.getuid() == 0), *bwrap_mounts(self.work_root, extra), "--", python, "-S", "-B",
                     f"{SANDBOX_WORKER_DIR}/worker.py", "--zygote"]  # fmt: skip
             self.inner_root, self.read_paths = (
                 SANDBOX_WORK_DIR,
@@ -383,7 +269,7 @@ class Zygote:
         else:
             argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py"), "--zygote"]
             self.inner_root, self.read_paths = self.work_root, [prefix, "/usr", WORKER_DIR]
-        self.python_path = _inner(extra, bwrap)
+        self.python_path = inner_paths(extra, bwrap)
         self.read_paths = [*self.read_paths, *self.python_path]
         self.layers = dict(host_layers)
         if bwrap:
