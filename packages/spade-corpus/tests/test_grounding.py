@@ -18,7 +18,9 @@ def test_the_shipped_sample_is_the_default_and_snippets_are_real_text(monkeypatc
 
 def test_corpus_file_variable_is_honoured(tmp_path, monkeypatch):
     path = tmp_path / "c.jsonl"
-    path.write_text("".join(json.dumps({"body": f"document {i} " + "word " * 40}) + "\n" for i in range(5)))
+    path.write_text(
+        "".join(json.dumps({"body": f"document {i} " + "word " * 40}) + "\n" for i in range(5))
+    )
     monkeypatch.setenv("CORPUS_FILE", str(path))
     sampler = GroundingSampler(field="body")
     assert sampler.path == path

@@ -13,14 +13,17 @@ def test_frontier_is_highest_regret_inside_the_band_across_skills():
     memory.add(entry(1, "Math", 0.5, 0.9))
     memory.add(entry(2, "Math", 0.5, 0.8))
     memory.add(entry(3, "Logic", 0.3, 0.4))
-    memory.add(entry(4, "Math", 0.95, 1.0))   # too easy despite its regret
+    memory.add(entry(4, "Math", 0.95, 1.0))  # too easy despite its regret
     memory.add(entry(5, "Causal", 0.05, 1.0))  # too hard
     memory.add(entry(6, "Pattern", 0.86, 0.99))  # just outside the band
     sample = memory.sample(n_frontier=3, n_easy=1, n_hard=1)
     assert [e.env_id for e in sample.frontier] == ["env1", "env3", "env2"]  # skills alternate
     assert [e.env_id for e in sample.too_easy] == ["env4"]
     assert [e.env_id for e in sample.too_hard] == ["env5"]
-    assert [e.env_id for e in memory.sample(n_frontier=5, skill="Math").frontier] == ["env1", "env2"]
+    assert [e.env_id for e in memory.sample(n_frontier=5, skill="Math").frontier] == [
+        "env1",
+        "env2",
+    ]
 
 
 def test_negative_samples_are_seeded_by_index():

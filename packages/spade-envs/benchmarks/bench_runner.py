@@ -28,7 +28,7 @@ TURNS = 40
 
 # A cheap game, so the environment does not hide the runner's cost: close in on a hidden number
 # in 1..1000 from "higher"/"lower" answers, at most TURNS turns.
-GAME_SOURCE = r'''
+GAME_SOURCE = r"""
 import random
 import re
 
@@ -68,7 +68,7 @@ class HiddenNumberEnv:
 
     def close(self):
         pass
-'''
+"""
 
 
 def episode_actions(factory: se.EnvFactory, seed: int) -> list[str]:
@@ -106,8 +106,10 @@ class ScriptedAgent:
 
 
 # What a model writes before its answer: ~2,000 characters of prose with braces and numbers.
-REASONING = ("The last answer was lower, so the number is in {low, ..., high}; halving the range "
-             "again leaves about 2^k candidates after k more turns. ") * 14
+REASONING = (
+    "The last answer was lower, so the number is in {low, ..., high}; halving the range "
+    "again leaves about 2^k candidates after k more turns. "
+) * 14
 
 
 def runner_one_by_one(factory, seeds, actions) -> int:
@@ -152,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--check", action="store_true", help=f"exit 1 if an overhead is over {GOAL_US:.0f} µs")
-    parser.add_argument("--profile", action="store_true", help="also print a cProfile of the lockstep runner")
+    parser.add_argument(
+        "--check", action="store_true", help=f"exit 1 if an overhead is over {GOAL_US:.0f} µs"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="also print a cProfile of the lockstep runner"
+    )
     args = parser.parse_args(argv)
 
     factory = se.load_env(GAME_SOURCE)
@@ -165,15 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     variants = (
         ("run_episode, one at a time", runner_one_by_one),
         ("run_episodes, lockstep batch", runner_lockstep),
-        (f"lockstep, {len(REASONING):,}-char replies", lambda *a: runner_lockstep(*a, preamble=REASONING)),
+        (
+            f"lockstep, {len(REASONING):,}-char replies",
+            lambda *a: runner_lockstep(*a, preamble=REASONING),
+        ),
     )
     for name, fn in variants:
         seconds, turns = best_of(args.repeats, lambda fn=fn: fn(factory, seeds, actions))
         assert turns == raw_turns, (name, turns, raw_turns)
         rows.append((name, seconds, turns))
 
-    print(f"python {sys.version.split()[0]}, spade-envs {se.__version__}; {args.episodes} episodes x {TURNS} turns, "
-          f"best of {args.repeats}")
+    print(
+        f"python {sys.version.split()[0]}, spade-envs {se.__version__}; {args.episodes} episodes x {TURNS} turns, "
+        f"best of {args.repeats}"
+    )
     print(f"{'':<30} {'steps/s':>10} {'µs/turn':>9} {'time/raw':>9} {'overhead µs/turn':>17}")
     over = False
     raw_us = raw_s / raw_turns * 1e6
@@ -182,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         overhead = per_turn_us - raw_us
         baseline = name.startswith("raw")
         over |= not baseline and overhead > GOAL_US
-        print(f"{name:<30} {turns / seconds:>10,.0f} {per_turn_us:>9.2f} {seconds / raw_s:>8.2f}x "
-              f"{'' if baseline else f'{overhead:.2f}':>17}")
+        print(
+            f"{name:<30} {turns / seconds:>10,.0f} {per_turn_us:>9.2f} {seconds / raw_s:>8.2f}x "
+            f"{'' if baseline else f'{overhead:.2f}':>17}"
+        )
     print(f"goal: overhead under {GOAL_US:.0f} µs per turn -> {'OVER' if over else 'met'}")
     if args.profile:
         import cProfile

@@ -45,32 +45,49 @@ def test_messages_alternate_and_the_hint_is_appended_only_when_given(guess_facto
     plain = se.run_episode(spec(guess_factory), binary_search_agent)
     hinted = se.run_episode(spec(guess_factory, hint=GUESS_HINT), binary_search_agent)
     assert plain.messages[0]["role"] == "system"
-    assert [m["role"] for m in plain.messages[1:]] == ["user", "assistant"] * len(plain.turns) + ["user"]
+    assert [m["role"] for m in plain.messages[1:]] == ["user", "assistant"] * len(plain.turns) + [
+        "user"
+    ]
     assert "HINT:" not in plain.messages[1]["content"]
     assert hinted.messages[1]["content"].endswith(f"\n\nHINT: {GUESS_HINT}") and hinted.hinted
     assert plain.won and plain.episode_return == 1.0 and plain.terminated and len(plain.turns) <= 6
-    assert [t.reward for t in plain.turns][-1] == 1.0 and all(t.reward == 0.0 for t in plain.turns[:-1])
+    assert [t.reward for t in plain.turns][-1] == 1.0 and all(
+        t.reward == 0.0 for t in plain.turns[:-1]
+    )
 
 
 def test_malformed_replies_forward_or_reprompt(guess_factory):
     forward = se.run_episode(spec(guess_factory, max_turns=2), se.ReplayAgent(["hmm"]))
     assert [t.malformed for t in forward.turns] == [True, True]
-    assert forward.turns[0].observation.startswith("Write your guess")  # the environment's own message
-    reprompt = se.run_episode(spec(guess_factory, max_turns=2), se.ReplayAgent(["hmm"]), on_malformed="reprompt")
+    assert forward.turns[0].observation.startswith(
+        "Write your guess"
+    )  # the environment's own message
+    reprompt = se.run_episode(
+        spec(guess_factory, max_turns=2), se.ReplayAgent(["hmm"]), on_malformed="reprompt"
+    )
     assert [t.observation for t in reprompt.turns] == [se.FORMAT_REMINDER] * 2
     assert reprompt.truncated and reprompt.episode_return == 0.0
 
 
 def test_max_turns_truncates_even_if_the_environment_would_go_on(guess_factory):
-    result = se.run_episode(spec(guess_factory, max_turns=3, env_kwargs={"max_turns": 100}), se.ReplayAgent(["\\boxed{0}"]))
+    result = se.run_episode(
+        spec(guess_factory, max_turns=3, env_kwargs={"max_turns": 100}),
+        se.ReplayAgent(["\\boxed{0}"]),
+    )
     assert len(result.turns) == 3 and result.truncated and not result.terminated
     assert result.episode_return == 0.0
 
 
 def test_environment_and_agent_failures_end_only_their_episode(guess_factory):
-    crashing = se.load_env(GUESS_SOURCE.replace("guess = int(found[-1])", "guess = int(found[-1]) // 0"))
-    results = se.run_episodes([spec(crashing), spec(guess_factory)], lambda batch: [binary_search_agent(m) for m in batch])
-    assert results[0].error.boundary == "environment" and results[0].error.kind == "ZeroDivisionError"
+    crashing = se.load_env(
+        GUESS_SOURCE.replace("guess = int(found[-1])", "guess = int(found[-1]) // 0")
+    )
+    results = se.run_episodes(
+        [spec(crashing), spec(guess_factory)], lambda batch: [binary_search_agent(m) for m in batch]
+    )
+    assert (
+        results[0].error.boundary == "environment" and results[0].error.kind == "ZeroDivisionError"
+    )
     assert results[0].episode_return == 0.0 and results[1].won and results[1].error is None
 
     def broken_agent(batch):
@@ -88,7 +105,11 @@ def test_batched_episodes_call_the_agent_once_per_round(guess_factory):
         return [binary_search_agent(m) for m in batch]
 
     progress = []
-    results = se.run_episodes([spec(guess_factory, seed=s) for s in range(6)], agent, on_turn=lambda d, t: progress.append((d, t)))
+    results = se.run_episodes(
+        [spec(guess_factory, seed=s) for s in range(6)],
+        agent,
+        on_turn=lambda d, t: progress.append((d, t)),
+    )
     assert all(r.won for r in results)
     assert calls[0] == 6 and calls == sorted(calls, reverse=True) and len(calls) <= 6
     assert progress[-1] == (6, 6)
@@ -187,7 +208,9 @@ class ScriptedServer:
                     self.wfile.write(b"injected")
                     return
                 reply = binary_search_agent(body["messages"])
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}]}).encode()
+                data = json.dumps(
+                    {"choices": [{"message": {"role": "assistant", "content": reply}}]}
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -209,7 +232,10 @@ def test_openai_agent_plays_through_a_local_server_and_retries_500s(guess_factor
         agent = se.OpenAIChatAgent(server.url, "tiny", api_key="", backoff_s=0.01, retries=3)
         results = se.run_episodes([spec(guess_factory, seed=s) for s in range(3)], agent.batch)
         assert all(r.won for r in results)
-        assert server.requests[0][0] == "/v1/chat/completions" and server.requests[0][1]["model"] == "tiny"
+        assert (
+            server.requests[0][0] == "/v1/chat/completions"
+            and server.requests[0][1]["model"] == "tiny"
+        )
         assert server.requests[0][2] is None  # no key sent to a local server
     finally:
         server.close()

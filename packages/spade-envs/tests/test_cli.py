@@ -18,7 +18,9 @@ import pytest
 import spade_envs as se
 from conftest import GUESS_HINT, GUESS_SOURCE
 
-pytestmark = pytest.mark.timeout(120)  # a child stuck at a prompt must fail the test, not hang the run
+pytestmark = pytest.mark.timeout(
+    120
+)  # a child stuck at a prompt must fail the test, not hang the run
 
 MODULE = [sys.executable, "-m", "spade_envs.cli"]
 SMALL_SOURCE = GUESS_SOURCE.replace("high=50", "high=8")
@@ -34,10 +36,16 @@ def console_script() -> list[str]:
     return [found]
 
 
-def run(*args: str, command: list[str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def run(
+    *args: str, command: list[str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
-        [*(command or MODULE), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env
+        [*(command or MODULE), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 
@@ -45,9 +53,24 @@ def run(*args: str, command: list[str] | None = None, timeout: float = 60) -> su
 def corpus(tmp_path_factory) -> Path:
     """Three guessing games (two Math, one Logic) written in the released corpus layout."""
     records = [
-        se.EnvRecord(id="guess_wide", skill="Math", hint=GUESS_HINT, sha256="", title="Guess in 1..50"),
-        se.EnvRecord(id="guess_small", skill="Math", hint=GUESS_HINT, sha256="", title="Guess in 1..8", max_turns=4),
-        se.EnvRecord(id="guess_logic", skill="Logic", hint=GUESS_HINT, sha256="", title="Guess, filed as logic"),
+        se.EnvRecord(
+            id="guess_wide", skill="Math", hint=GUESS_HINT, sha256="", title="Guess in 1..50"
+        ),
+        se.EnvRecord(
+            id="guess_small",
+            skill="Math",
+            hint=GUESS_HINT,
+            sha256="",
+            title="Guess in 1..8",
+            max_turns=4,
+        ),
+        se.EnvRecord(
+            id="guess_logic",
+            skill="Logic",
+            hint=GUESS_HINT,
+            sha256="",
+            title="Guess, filed as logic",
+        ),
     ]
     sources = {"guess_wide": GUESS_SOURCE, "guess_small": SMALL_SOURCE, "guess_logic": GUESS_SOURCE}
     return se.write_corpus(tmp_path_factory.mktemp("cli") / "corpus", records, sources)
@@ -56,7 +79,9 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def crash_corpus(tmp_path_factory) -> Path:
     records = [se.EnvRecord(id="crashes", skill="Math", hint=GUESS_HINT, sha256="")]
-    return se.write_corpus(tmp_path_factory.mktemp("cli") / "crash", records, {"crashes": CRASH_SOURCE})
+    return se.write_corpus(
+        tmp_path_factory.mktemp("cli") / "crash", records, {"crashes": CRASH_SOURCE}
+    )
 
 
 def summary_rows(stdout: str) -> dict[str, dict[str, float]]:
@@ -113,12 +138,16 @@ def test_show_prints_record_hint_and_source(corpus):
     proc = run("show", corpus, "guess_small")
     assert proc.returncode == 0, proc.stderr
     fields = dict(re.findall(r"^(\w+):\s+(.*)$", proc.stdout, re.MULTILINE))
-    assert fields["id"] == "guess_small" and fields["skill"] == "Math" and fields["max_turns"] == "4"
+    assert (
+        fields["id"] == "guess_small" and fields["skill"] == "Math" and fields["max_turns"] == "4"
+    )
     assert fields["hint"] == GUESS_HINT
     assert fields["sha256"] == se.sha256_text(SMALL_SOURCE)
     assert SMALL_SOURCE.strip() in proc.stdout
     bare = run("show", corpus, "guess_small", "--no-source")
-    assert bare.returncode == 0 and "class GuessEnv" not in bare.stdout and GUESS_HINT in bare.stdout
+    assert (
+        bare.returncode == 0 and "class GuessEnv" not in bare.stdout and GUESS_HINT in bare.stdout
+    )
 
 
 def test_shipped_example_corpus_lists_a_dozen_environments_over_six_skills():
@@ -138,8 +167,20 @@ def test_shipped_example_corpus_lists_a_dozen_environments_over_six_skills():
 @pytest.mark.parametrize("command", ["module", "script"])
 def test_play_random_summary_matches_the_transcripts_and_the_library(corpus, tmp_path, command):
     out = tmp_path / "transcripts"
-    proc = run("play", corpus, "guess_small", "--agent", "random", "--episodes", 6, "--seed", 3,
-               "--transcripts", out, command=MODULE if command == "module" else console_script())
+    proc = run(
+        "play",
+        corpus,
+        "guess_small",
+        "--agent",
+        "random",
+        "--episodes",
+        6,
+        "--seed",
+        3,
+        "--transcripts",
+        out,
+        command=MODULE if command == "module" else console_script(),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     row = summary_rows(proc.stdout)["guess_small"]
@@ -151,7 +192,9 @@ def test_play_random_summary_matches_the_transcripts_and_the_library(corpus, tmp
     assert row["episodes"] == 6 and row["errors"] == 0
     assert row["mean_return"] == pytest.approx(statistics.fmean(returns), abs=5e-4)
     assert row["win_rate"] == pytest.approx(sum(r >= 1.0 for r in returns) / 6, abs=5e-3)
-    assert row["mean_turns"] == pytest.approx(statistics.fmean(len(e["turns"]) for e in episodes), abs=0.05)
+    assert row["mean_turns"] == pytest.approx(
+        statistics.fmean(len(e["turns"]) for e in episodes), abs=0.05
+    )
     for e in episodes:
         assert 1 <= len(e["turns"]) <= 4 and e["hinted"] is False and e["error"] is None
         assert e["terminated"] or e["truncated"]
@@ -172,8 +215,19 @@ def test_play_random_summary_matches_the_transcripts_and_the_library(corpus, tmp
 def test_play_random_is_reproducible_and_the_seed_matters(corpus, tmp_path):
     def replies(seed: int) -> tuple[str, list[list[str]]]:
         out = tmp_path / f"seed{seed}-{len(list(tmp_path.iterdir()))}"
-        proc = run("play", corpus, "guess_wide", "--agent", "random", "--episodes", 4, "--seed", seed,
-                   "--transcripts", out)
+        proc = run(
+            "play",
+            corpus,
+            "guess_wide",
+            "--agent",
+            "random",
+            "--episodes",
+            4,
+            "--seed",
+            seed,
+            "--transcripts",
+            out,
+        )
         assert proc.returncode == 0, proc.stderr
         episodes = [json.loads(f.read_text()) for f in sorted(out.glob("*.json"))]
         return proc.stdout, [[t["reply"] for t in e["turns"]] for e in episodes]
@@ -184,8 +238,18 @@ def test_play_random_is_reproducible_and_the_seed_matters(corpus, tmp_path):
 
 
 def test_play_random_with_hint_puts_the_hint_in_every_first_observation(corpus, tmp_path):
-    proc = run("play", corpus, "guess_wide", "--agent", "random", "--episodes", 2, "--hint",
-               "--transcripts", tmp_path)
+    proc = run(
+        "play",
+        corpus,
+        "guess_wide",
+        "--agent",
+        "random",
+        "--episodes",
+        2,
+        "--hint",
+        "--transcripts",
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     files = sorted(tmp_path.glob("*.json"))
     assert [f.name for f in files] == ["guess_wide-seed0-hint.json", "guess_wide-seed1-hint.json"]
@@ -196,7 +260,9 @@ def test_play_random_with_hint_puts_the_hint_in_every_first_observation(corpus, 
 
 
 def test_play_all_reports_one_row_per_environment(corpus, tmp_path):
-    proc = run("play", corpus, "--all", "--agent", "random", "--episodes", 3, "--transcripts", tmp_path)
+    proc = run(
+        "play", corpus, "--all", "--agent", "random", "--episodes", 3, "--transcripts", tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     rows = summary_rows(proc.stdout)
     assert list(rows) == ["guess_wide", "guess_small", "guess_logic"]
@@ -208,11 +274,26 @@ def test_play_replay_agent_wins_with_the_known_answer(corpus):
     secret_env = se.load_env(SMALL_SOURCE)()
     secret_env.reset(seed=0)
     answer = secret_env.solution()
-    proc = run("play", corpus, "guess_small", "--agent", "replay", "--actions", f"\\boxed{{99}}||{answer}",
-               "--episodes", 1)
+    proc = run(
+        "play",
+        corpus,
+        "guess_small",
+        "--agent",
+        "replay",
+        "--actions",
+        f"\\boxed{{99}}||{answer}",
+        "--episodes",
+        1,
+    )
     assert proc.returncode == 0, proc.stderr
     row = summary_rows(proc.stdout)["guess_small"]
-    assert row == {"episodes": 1, "mean_return": 1.0, "win_rate": 1.0, "mean_turns": 2.0, "errors": 0}
+    assert row == {
+        "episodes": 1,
+        "mean_return": 1.0,
+        "win_rate": 1.0,
+        "mean_turns": 2.0,
+        "errors": 0,
+    }
 
 
 def test_an_environment_that_crashes_is_reported_and_exits_1(crash_corpus):
@@ -246,7 +327,10 @@ def test_play_random_on_a_shipped_environment():
         (("play", "{corpus}", "guess_wide", "--agent", "openai"), ("--base-url",)),
         (("play", "{corpus}", "guess_wide", "--agent", "openai", "--model", "m"), ("--base-url",)),
         (("play", "{corpus}", "guess_wide", "--agent", "replay"), ("--actions",)),
-        (("play", "{corpus}", "guess_wide", "--agent", "random", "--episodes", "0"), ("--episodes",)),
+        (
+            ("play", "{corpus}", "guess_wide", "--agent", "random", "--episodes", "0"),
+            ("--episodes",),
+        ),
         (("play", "{corpus}", "--all"), ("--all needs an agent",)),
         (("play", "{corpus}", "--agent", "random"), ("ENV_ID",)),
     ],
@@ -265,8 +349,19 @@ def test_a_tampered_corpus_is_refused_naming_the_record(corpus, tmp_path):
 
 def test_openai_agent_against_a_dead_server_is_an_agent_error_not_a_crash(corpus):
     # Port 9 (discard) on loopback refuses connections: each episode records an agent error.
-    proc = run("play", corpus, "guess_small", "--agent", "openai", "--base-url", "http://127.0.0.1:9/v1",
-               "--model", "m", "--episodes", 1)
+    proc = run(
+        "play",
+        corpus,
+        "guess_small",
+        "--agent",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--episodes",
+        1,
+    )
     assert proc.returncode == 1
     assert summary_rows(proc.stdout)["guess_small"]["errors"] == 1
     assert "(agent): RuntimeError" in proc.stderr and "Traceback" not in proc.stderr
@@ -281,8 +376,15 @@ class Terminal:
     def __init__(self, args: list[str]):
         master, slave = os.openpty()
         env = {**os.environ, "TERM": "dumb", "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen(
+            args,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
         os.close(slave)
         self.master = master
         self.output = ""
@@ -303,14 +405,14 @@ class Terminal:
 
     def expect(self, text: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
-        while text not in self.output[self.seen:]:
+        while text not in self.output[self.seen :]:
             left = deadline - time.monotonic()
             if left <= 0 or not self._read(min(left, 0.5)):
-                if text in self.output[self.seen:]:
+                if text in self.output[self.seen :]:
                     break
                 raise AssertionError(f"did not see {text!r}; the terminal showed:\n{self.output}")
         end = self.output.index(text, self.seen) + len(text)
-        before, self.seen = self.output[self.seen:end], end
+        before, self.seen = self.output[self.seen : end], end
         return before
 
     def send(self, line: str) -> None:

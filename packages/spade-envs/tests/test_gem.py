@@ -20,25 +20,36 @@ from spade_envs.gem import GemEnvironment, GemFactory, GemUnavailableError, gem_
 HAVE_GEM = importlib.util.find_spec("gem") is not None and "gem-llm" in {
     d.metadata["Name"].lower() for d in importlib.metadata.distributions()
 }
-needs_gem = pytest.mark.skipif(not HAVE_GEM, reason="gem-llm is not installed (pip install gem-llm)")
+needs_gem = pytest.mark.skipif(
+    not HAVE_GEM, reason="gem-llm is not installed (pip install gem-llm)"
+)
 GUESS = "game:GuessTheNumber-v0-easy"  # 1..10 within 4 turns
 #: GEM games that need neither downloaded data (nltk word lists) nor undeclared packages (pandas).
 OFFLINE_GAMES = [
-    "game:GuessTheNumber-v0-hard", "game:Mastermind-v0-easy", "game:Minesweeper-v0-easy",
-    "game:Sudoku-v0-easy", "game:TowerofHanoi-v0-easy", "game:Game2048-v0-easy", "game:Sokoban-v0-easy",
+    "game:GuessTheNumber-v0-hard",
+    "game:Mastermind-v0-easy",
+    "game:Minesweeper-v0-easy",
+    "game:Sudoku-v0-easy",
+    "game:TowerofHanoi-v0-easy",
+    "game:Game2048-v0-easy",
+    "game:Sokoban-v0-easy",
 ]
 
 
 def test_the_adapter_module_imports_without_gem():
     proc = subprocess.run(
         [sys.executable, "-c", "import sys, spade_envs.gem; print('gem' in sys.modules)"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"  # imported lazily, on the first environment built
 
 
-@pytest.mark.skipif(HAVE_GEM, reason="gem-llm is installed here; this checks the message shown without it")
+@pytest.mark.skipif(
+    HAVE_GEM, reason="gem-llm is installed here; this checks the message shown without it"
+)
 def test_without_gem_the_first_environment_raises_a_clear_import_error():
     factory = GemFactory(GUESS)  # constructing the factory needs nothing
     with pytest.raises(GemUnavailableError, match=r"pip install gem-llm") as info:
@@ -46,7 +57,9 @@ def test_without_gem_the_first_environment_raises_a_clear_import_error():
     assert isinstance(info.value, ImportError) and isinstance(info.value, se.SpadeEnvsError)
     assert "\n" not in str(info.value)
     # Through the runner it is an episode error, not a crash of the batch.
-    result = se.run_episode(se.EpisodeSpec(factory, seed=0, env_id=GUESS), se.ReplayAgent(["\\boxed{1}"]))
+    result = se.run_episode(
+        se.EpisodeSpec(factory, seed=0, env_id=GUESS), se.ReplayAgent(["\\boxed{1}"])
+    )
     assert result.error is not None and result.error.kind == "GemUnavailableError"
 
 
@@ -59,7 +72,11 @@ def bisect_agent(messages: list[se.Message]) -> str:
             found = re.search(r"target number is (higher|lower) than (\d+)", m["content"])
             if found:
                 n = int(found.group(2))
-                low, high = (max(low, n + 1), high) if found.group(1) == "higher" else (low, min(high, n - 1))
+                low, high = (
+                    (max(low, n + 1), high)
+                    if found.group(1) == "higher"
+                    else (low, min(high, n - 1))
+                )
     return f"Halving the range {low}..{high}: \\boxed{{{(low + high) // 2}}}"
 
 
@@ -75,9 +92,16 @@ def test_the_runner_wins_gem_guess_the_number_by_bisection():
     max_turns = factory.default_max_turns()
     assert max_turns == 4
     for seed in range(5):
-        result = se.run_episode(se.EpisodeSpec(factory, seed=seed, env_id=GUESS, max_turns=max_turns), bisect_agent)
+        result = se.run_episode(
+            se.EpisodeSpec(factory, seed=seed, env_id=GUESS, max_turns=max_turns), bisect_agent
+        )
         assert result.error is None, result.error
-        assert result.won and result.episode_return == 1.0 and result.terminated and not result.truncated
+        assert (
+            result.won
+            and result.episode_return == 1.0
+            and result.terminated
+            and not result.truncated
+        )
         assert result.turns[-1].observation.startswith("Congratulations")
         assert 1 <= len(result.turns) <= 4
 
@@ -88,7 +112,9 @@ def test_the_same_seed_replays_the_same_episode_and_seeds_differ():
 
     def feedback(seed: int) -> list[str]:
         agent = se.ReplayAgent([f"\\boxed{{{n}}}" for n in (5, 2, 8, 9)])
-        result = se.run_episode(se.EpisodeSpec(factory, seed=seed, env_id=GUESS, max_turns=4), agent)
+        result = se.run_episode(
+            se.EpisodeSpec(factory, seed=seed, env_id=GUESS, max_turns=4), agent
+        )
         assert result.error is None
         return [t.observation for t in result.turns]
 
@@ -108,10 +134,14 @@ def test_running_out_of_turns_is_truncated_and_returns_zero():
     *_, (obs, reward, terminated, truncated, info) = steps
     assert "maximum number of turns" in obs
     assert (terminated, truncated) == (False, True)  # GEM said (True, True)
-    assert info["gem_terminated"] is True and 0.0 < info["gem_reward"] < 1.0  # GEM's closeness reward
+    assert (
+        info["gem_terminated"] is True and 0.0 < info["gem_reward"] < 1.0
+    )  # GEM's closeness reward
     assert all(not s[2] and not s[3] for s in steps[:-1])
-    result = se.run_episode(se.EpisodeSpec(factory, seed=11, max_turns=4),
-                            se.ReplayAgent([f"\\boxed{{{n}}}" for n in wrong]))
+    result = se.run_episode(
+        se.EpisodeSpec(factory, seed=11, max_turns=4),
+        se.ReplayAgent([f"\\boxed{{{n}}}" for n in wrong]),
+    )
     assert result.truncated and not result.terminated and result.episode_return == 0.0
     env.close()
 
@@ -119,7 +149,9 @@ def test_running_out_of_turns_is_truncated_and_returns_zero():
 @needs_gem
 def test_a_format_error_ends_the_episode_with_gems_penalty_and_return_zero(tmp_path):
     factory = GemFactory(GUESS)
-    result = se.run_episode(se.EpisodeSpec(factory, seed=0, env_id=GUESS, max_turns=4), se.ReplayAgent(["no idea"]))
+    result = se.run_episode(
+        se.EpisodeSpec(factory, seed=0, env_id=GUESS, max_turns=4), se.ReplayAgent(["no idea"])
+    )
     assert result.error is None and len(result.turns) == 1
     turn = result.turns[0]
     assert turn.malformed and turn.terminated and turn.reward == pytest.approx(-0.1)
@@ -164,7 +196,9 @@ def test_override_max_turns_passes_the_runner_limit_to_gem():
 
 @needs_gem
 def test_an_unknown_gem_id_is_a_one_line_error():
-    with pytest.raises(se.SourceError, match=r"no GEM environment 'game:Nope-v0'.*gem_env_ids") as info:
+    with pytest.raises(
+        se.SourceError, match=r"no GEM environment 'game:Nope-v0'.*gem_env_ids"
+    ) as info:
         GemFactory("game:Nope-v0")()
     assert "\n" not in str(info.value)
 

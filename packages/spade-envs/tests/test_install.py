@@ -22,10 +22,29 @@ SHIPPED_MANIFEST = PACKAGE / "src" / "spade_envs" / "corpora" / "example" / "man
 #: gymnasium's own (numpy, cloudpickle, typing-extensions, farama-notifications), plus the venv's
 #: pip/setuptools. A new name here is a decision, not an accident.
 ALLOWED = {
-    "spade-envs", "gymnasium", "tqdm", "numpy", "cloudpickle", "typing-extensions",
-    "farama-notifications", "pip", "setuptools", "wheel", "colorama",
+    "spade-envs",
+    "gymnasium",
+    "tqdm",
+    "numpy",
+    "cloudpickle",
+    "typing-extensions",
+    "farama-notifications",
+    "pip",
+    "setuptools",
+    "wheel",
+    "colorama",
 }
-FORBIDDEN = {"torch", "ray", "sglang", "megatron-core", "docker", "transformers", "vllm", "pyarrow", "gem-llm"}
+FORBIDDEN = {
+    "torch",
+    "ray",
+    "sglang",
+    "megatron-core",
+    "docker",
+    "transformers",
+    "vllm",
+    "pyarrow",
+    "gem-llm",
+}
 
 
 def normalized(name: str) -> str:
@@ -41,17 +60,26 @@ def clean_env() -> dict[str, str]:
 def pip(python: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(python), "-m", "pip", "--disable-pip-version-check", *args],
-        capture_output=True, text=True, timeout=timeout, env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=clean_env(),
     )
 
 
-def skip_unless_an_index_answers(python: Path, scratch: Path, failure: subprocess.CompletedProcess) -> None:
+def skip_unless_an_index_answers(
+    python: Path, scratch: Path, failure: subprocess.CompletedProcess
+) -> None:
     """After a failed install: skip if pip cannot fetch even a tiny package, else fail with the log."""
-    probe = pip(python, "download", "--no-deps", "--dest", str(scratch), "farama-notifications", timeout=60)
+    probe = pip(
+        python, "download", "--no-deps", "--dest", str(scratch), "farama-notifications", timeout=60
+    )
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         pytest.skip(f"pip cannot reach a package index ({last})")
-    pytest.fail(f"pip install ./packages/spade-envs failed:\n{failure.stdout[-3000:]}\n{failure.stderr[-3000:]}")
+    pytest.fail(
+        f"pip install ./packages/spade-envs failed:\n{failure.stdout[-3000:]}\n{failure.stderr[-3000:]}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +112,11 @@ def test_install_pulls_gymnasium_and_nothing_heavy(installed):
 def test_installed_package_is_the_venv_copy_not_the_checkout(installed, tmp_path):
     proc = subprocess.run(
         [str(installed / "python"), "-c", "import spade_envs; print(spade_envs.__file__)"],
-        capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(),
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     where = Path(proc.stdout.strip()).resolve()
@@ -94,9 +126,23 @@ def test_installed_package_is_the_venv_copy_not_the_checkout(installed, tmp_path
 def test_installed_script_plays_the_shipped_corpus(installed, tmp_path):
     env_id = json.loads(SHIPPED_MANIFEST.read_text(encoding="utf-8").splitlines()[0])["id"]
     proc = subprocess.run(
-        [str(installed / "spade-envs"), "play", "example", env_id, "--agent", "random", "--episodes", "3",
-         "--transcripts", str(tmp_path / "t")],
-        capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=120,
+        [
+            str(installed / "spade-envs"),
+            "play",
+            "example",
+            env_id,
+            "--agent",
+            "random",
+            "--episodes",
+            "3",
+            "--transcripts",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(),
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
@@ -110,10 +156,18 @@ def test_installed_script_plays_the_shipped_corpus(installed, tmp_path):
 def test_installed_script_lists_every_shipped_environment(installed, tmp_path):
     proc = subprocess.run(
         [str(installed / "spade-envs"), "list", "example"],
-        capture_output=True, text=True, cwd=tmp_path, env=clean_env(), timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(),
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    shipped = [json.loads(line)["id"] for line in SHIPPED_MANIFEST.read_text(encoding="utf-8").splitlines() if line.strip()]
+    shipped = [
+        json.loads(line)["id"]
+        for line in SHIPPED_MANIFEST.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     listed = [line.split()[0] for line in proc.stdout.strip().splitlines()[1 : 1 + len(shipped)]]
     assert listed == shipped
     assert proc.stdout.strip().splitlines()[-1].startswith(f"{len(shipped)} environments (")
@@ -129,7 +183,13 @@ def test_installed_gymnasium_make_works_without_the_checkout(installed, tmp_path
         "obs, reward, terminated, truncated, info = env.step('\\\\boxed{0}')\n"
         "print(type(env.unwrapped).__name__, isinstance(reward, float))\n"
     )
-    proc = subprocess.run([str(installed / "python"), "-c", code], capture_output=True, text=True,
-                          cwd=tmp_path, env=clean_env(), timeout=120)
+    proc = subprocess.run(
+        [str(installed / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(),
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["SpadeGymEnv", "True"]

@@ -4,7 +4,9 @@ import pytest
 import spade_envs as se
 from conftest import GUESS_HINT, GUESS_SOURCE
 
-spade_sandbox = pytest.importorskip("spade_sandbox", reason="the sandbox extra (spade-sandbox) is not installed")
+spade_sandbox = pytest.importorskip(
+    "spade_sandbox", reason="the sandbox extra (spade-sandbox) is not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +27,9 @@ def test_a_sandboxed_environment_plays_exactly_like_the_in_process_one(config):
     inside = se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config)
     outside = se.load_env(GUESS_SOURCE)
     actions = ["\\boxed{25}", "junk", "\\boxed{12}", "\\boxed{40}"]
-    assert [list(x) if isinstance(x, tuple) else x for x in transcript(inside, 4, actions)] == \
-           [list(x) if isinstance(x, tuple) else x for x in transcript(outside, 4, actions)]
+    assert [list(x) if isinstance(x, tuple) else x for x in transcript(inside, 4, actions)] == [
+        list(x) if isinstance(x, tuple) else x for x in transcript(outside, 4, actions)
+    ]
 
 
 def test_check_env_passes_through_the_sandbox(config):
@@ -36,9 +39,18 @@ def test_check_env_passes_through_the_sandbox(config):
 
 
 def test_a_hanging_step_ends_its_episode_as_a_sandbox_error_not_a_reward(config):
-    hanging = GUESS_SOURCE.replace("guess = int(found[-1])", "guess = int(found[-1])\n            while True:\n                pass")
-    specs = [se.EpisodeSpec(se.load_env(hanging, sandbox=True, sandbox_config=config), seed=0, env_id="hang"),
-             se.EpisodeSpec(se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config), seed=0, env_id="ok")]
+    hanging = GUESS_SOURCE.replace(
+        "guess = int(found[-1])",
+        "guess = int(found[-1])\n            while True:\n                pass",
+    )
+    specs = [
+        se.EpisodeSpec(
+            se.load_env(hanging, sandbox=True, sandbox_config=config), seed=0, env_id="hang"
+        ),
+        se.EpisodeSpec(
+            se.load_env(GUESS_SOURCE, sandbox=True, sandbox_config=config), seed=0, env_id="ok"
+        ),
+    ]
     agent = se.ReplayAgent(["\\boxed{0}"])
     results = se.run_episodes(specs, lambda batch: [agent(m) for m in batch])
     assert results[0].error is not None and results[0].error.boundary == "sandbox"
@@ -52,7 +64,9 @@ def test_a_forbidden_import_is_reported_by_the_checker_with_the_sandbox_reason(c
     with pytest.raises(se.ContractError) as info:
         se.check_env(factory, seeds=(0,))
     assert info.value.code == "construct_failed"
-    assert getattr(info.value.__cause__, "reason", None) == spade_sandbox.ReasonCode.FORBIDDEN_IMPORT
+    assert (
+        getattr(info.value.__cause__, "reason", None) == spade_sandbox.ReasonCode.FORBIDDEN_IMPORT
+    )
 
 
 def test_the_shipped_corpus_runs_sandboxed(config):
@@ -66,9 +80,14 @@ def test_threaded_sandboxed_episodes_equal_the_sequential_ones(config):
     corpus = se.load_corpus("example")
     records = corpus.records[:4]
     specs = [
-        se.EpisodeSpec(corpus.factory(r.id, sandbox=True, sandbox_config=config), seed=s, env_id=r.id,
-                       max_turns=r.max_turns)
-        for r in records for s in range(2)
+        se.EpisodeSpec(
+            corpus.factory(r.id, sandbox=True, sandbox_config=config),
+            seed=s,
+            env_id=r.id,
+            max_turns=r.max_turns,
+        )
+        for r in records
+        for s in range(2)
     ]
     agent = se.RandomAgent(5)
     threaded = se.run_episodes(specs, lambda b: [agent(m) for m in b], concurrency=5, workers=4)

@@ -60,7 +60,9 @@ class GroundingSampler:
             path = os.environ.get("CORPUS_FILE") or sample_corpus_path()
         self.path = Path(path)
         if not self.path.is_file():
-            raise GroundingError(f"grounding corpus {self.path} not found; set CORPUS_FILE to a JSONL file with a {field!r} field")
+            raise GroundingError(
+                f"grounding corpus {self.path} not found; set CORPUS_FILE to a JSONL file with a {field!r} field"
+            )
         self.size = self.path.stat().st_size
         if self.size == 0:
             raise GroundingError(f"grounding corpus {self.path} is empty")
@@ -141,9 +143,13 @@ class GroundingSampler:
 
 def add_arguments(parser) -> None:
     """``spade-corpus sample-grounding [FILE] [-k N] [--index I] [--seed S] [--field F]``."""
-    parser.add_argument("file", nargs="?", help="JSONL text corpus (default: $CORPUS_FILE or the shipped sample)")
+    parser.add_argument(
+        "file", nargs="?", help="JSONL text corpus (default: $CORPUS_FILE or the shipped sample)"
+    )
     parser.add_argument("-k", type=int, default=3, help="snippets to draw")
-    parser.add_argument("--index", type=int, default=0, help="prompt index (with --seed, fixes the draw)")
+    parser.add_argument(
+        "--index", type=int, default=0, help="prompt index (with --seed, fixes the draw)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--field", default="text", help="JSON field holding the text")
     parser.add_argument("--max-chars", type=int, default=800)
@@ -152,10 +158,16 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     """Print ``-k`` snippets; a missing or unusable corpus raises GroundingError (one line)."""
-    sampler = GroundingSampler(args.file, field=args.field, seed=args.seed, max_chars=args.max_chars)
+    sampler = GroundingSampler(
+        args.file, field=args.field, seed=args.seed, max_chars=args.max_chars
+    )
     for snippet in sampler.sample(args.k, index=args.index):
         if args.json:
-            print(json.dumps({"text": snippet.text, "offset": snippet.offset, "source": snippet.source}))
+            print(
+                json.dumps(
+                    {"text": snippet.text, "offset": snippet.offset, "source": snippet.source}
+                )
+            )
         else:
             print(f"--- offset {snippet.offset}\n{snippet.text}")
     return 0

@@ -274,7 +274,9 @@ class _Episode:
             observation, _ = self.env.reset(seed=self.spec.seed)
             if self.tools is None:
                 found = getattr(self.env, "tools", None)
-                self.tools = [dict(t) for t in found] if isinstance(found, (list, tuple)) and found else None
+                self.tools = (
+                    [dict(t) for t in found] if isinstance(found, (list, tuple)) and found else None
+                )
         except Exception as exc:
             self.fail(_boundary(exc), exc)
             return
@@ -282,7 +284,11 @@ class _Episode:
         if self.tools is not None:
             system = TOOL_SYSTEM_PROMPT if system == DEFAULT_SYSTEM_PROMPT else system
             if not self.native_tools:
-                system = f"{system}\n\n{render_tools_text(self.tools)}" if system else render_tools_text(self.tools)
+                system = (
+                    f"{system}\n\n{render_tools_text(self.tools)}"
+                    if system
+                    else render_tools_text(self.tools)
+                )
         if system:
             self.messages.append({"role": "system", "content": system})
         self.messages.append({"role": "user", "content": with_hint(observation, self.spec.hint)})
@@ -308,10 +314,20 @@ class _Episode:
         if not terminated and len(self.turns) + 1 >= self.max_turns:
             truncated = True
         calls = [c.to_dict() for c in parsed.calls] or None
-        self.turns.append(TurnRecord(
-            reply, action or reply, action is None, observation, reward, bool(terminated), bool(truncated), info,
-            parse_outcome=parsed.outcome, tool_calls=calls,
-        ))
+        self.turns.append(
+            TurnRecord(
+                reply,
+                action or reply,
+                action is None,
+                observation,
+                reward,
+                bool(terminated),
+                bool(truncated),
+                info,
+                parse_outcome=parsed.outcome,
+                tool_calls=calls,
+            )
+        )
         role = "tool" if parsed.outcome == "tool_calls" else "user"
         self.messages.append({"role": role, "content": observation})
         if terminated or truncated:
@@ -325,7 +341,13 @@ class _Episode:
         self.messages.append({"role": "assistant", "content": reply})
         info: dict[str, Any]
         if parsed.malformed and on_malformed == "reprompt":
-            observation, reward, terminated, truncated, info = FORMAT_REMINDER, 0.0, False, False, {}
+            observation, reward, terminated, truncated, info = (
+                FORMAT_REMINDER,
+                0.0,
+                False,
+                False,
+                {},
+            )
         else:
             assert self.env is not None, "advance() before start()"
             try:
@@ -338,7 +360,18 @@ class _Episode:
                 return
         if not terminated and len(self.turns) + 1 >= self.max_turns:
             truncated = True
-        self.turns.append(TurnRecord(reply, parsed.action, parsed.malformed, observation, reward, bool(terminated), bool(truncated), info))
+        self.turns.append(
+            TurnRecord(
+                reply,
+                parsed.action,
+                parsed.malformed,
+                observation,
+                reward,
+                bool(terminated),
+                bool(truncated),
+                info,
+            )
+        )
         self.messages.append({"role": "user", "content": observation})
         if terminated or truncated:
             self.terminated, self.truncated, self.done = bool(terminated), bool(truncated), True
@@ -352,14 +385,25 @@ class _Episode:
         final = self.turns[-1].reward if self.turns else 0.0
         upstream = self.scoring == "upstream"
         if self.error is None:
-            ret = episode_return(final, self.terminated, REWARD_BOUNDS if upstream else RETURN_BOUNDS)
+            ret = episode_return(
+                final, self.terminated, REWARD_BOUNDS if upstream else RETURN_BOUNDS
+            )
         elif upstream and self.error.boundary in ("environment", "sandbox"):
             ret = -1.0
         else:
             ret = 0.0
         return EpisodeResult(
-            self.spec.env_id, self.spec.seed, bool(self.spec.hint), self.messages, self.turns, ret,
-            self.terminated, self.truncated, self.error, time.perf_counter() - self.started, self.tools,
+            self.spec.env_id,
+            self.spec.seed,
+            bool(self.spec.hint),
+            self.messages,
+            self.turns,
+            ret,
+            self.terminated,
+            self.truncated,
+            self.error,
+            time.perf_counter() - self.started,
+            self.tools,
             self.step_timeout,
         )
 
@@ -412,7 +456,9 @@ def run_episodes(
     results: list[EpisodeResult | None] = [None] * len(episodes)
     pending = collections.deque(range(len(episodes)))
     limit = concurrency or max(1, len(episodes))
-    executor = ThreadPoolExecutor(workers, thread_name_prefix="spade-episodes") if workers > 1 else None
+    executor = (
+        ThreadPoolExecutor(workers, thread_name_prefix="spade-episodes") if workers > 1 else None
+    )
 
     def each(fn: Callable[[Any], None], items: Sequence[Any]) -> None:
         if executor is None or len(items) < 2:
@@ -438,7 +484,9 @@ def run_episodes(
             asked = time.perf_counter()
             try:
                 if native:
-                    replies = cast(_ToolBatchAgent, agent)(chats, tools=[episodes[i].tools for i in live])
+                    replies = cast(_ToolBatchAgent, agent)(
+                        chats, tools=[episodes[i].tools for i in live]
+                    )
                 else:
                     replies = agent(chats)
                 if len(replies) != len(live):
@@ -498,8 +546,11 @@ def run_episode(
 ) -> EpisodeResult:
     """Play one episode with a single-chat agent."""
     return run_episodes(
-        [spec], lambda batch: [agent(m) for m in batch], system_prompt=system_prompt,
-        on_malformed=on_malformed, scoring=scoring,
+        [spec],
+        lambda batch: [agent(m) for m in batch],
+        system_prompt=system_prompt,
+        on_malformed=on_malformed,
+        scoring=scoring,
     )[0]
 
 

@@ -441,7 +441,9 @@ def _load_directory(path: Path, verify: bool) -> Corpus:
             summary = json.loads(sfile.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise CorpusError(f"validation_summary.json: invalid JSON ({exc.msg})") from None
-    return Corpus(path, tuple(records), sources, validation, summary, "compat" if released else "strict")
+    return Corpus(
+        path, tuple(records), sources, validation, summary, "compat" if released else "strict"
+    )
 
 
 def _load_packed(path: Path, rows: list[dict[str, Any]], verify: bool) -> Corpus:

@@ -110,12 +110,18 @@ class GemEnvironment:
     def step(self, action: str) -> StepResult:
         observation, reward, terminated, truncated, info = self.env.step(action)
         if not isinstance(observation, str):
-            raise TypeError(f"{self.env_id}: GEM step returned a {type(observation).__name__} observation")
+            raise TypeError(
+                f"{self.env_id}: GEM step returned a {type(observation).__name__} observation"
+            )
         gem_reward = float(reward)
         if not math.isfinite(gem_reward):
             raise ValueError(f"{self.env_id}: GEM step returned a non-finite reward {gem_reward}")
         low, high = REWARD_BOUNDS
-        info = {**_jsonable(dict(info or {})), "gem_reward": gem_reward, "gem_terminated": bool(terminated)}
+        info = {
+            **_jsonable(dict(info or {})),
+            "gem_reward": gem_reward,
+            "gem_terminated": bool(terminated),
+        }
         if truncated:
             terminated = False
         return observation, min(max(gem_reward, low), high), bool(terminated), bool(truncated), info
@@ -152,7 +158,9 @@ class GemFactory:
         from gem.envs.registration import ENV_REGISTRY
 
         if self.env_id not in ENV_REGISTRY:
-            raise SourceError(f"no GEM environment {self.env_id!r}; spade_envs.gem.gem_env_ids() lists them")
+            raise SourceError(
+                f"no GEM environment {self.env_id!r}; spade_envs.gem.gem_env_ids() lists them"
+            )
         return GemEnvironment(gem.make(self.env_id, **options), self.env_id)
 
     def default_max_turns(self) -> int:

@@ -30,7 +30,9 @@ def _cached_corpus(path: str) -> Corpus:
     return load_corpus(path)
 
 
-def make_corpus_env(corpus_path: str, env_id: str, hint: bool = False, sandbox: bool = False, **kwargs: Any):
+def make_corpus_env(
+    corpus_path: str, env_id: str, hint: bool = False, sandbox: bool = False, **kwargs: Any
+):
     """Gymnasium entry point: the SpadeGymEnv of ``env_id`` in the corpus at ``corpus_path``."""
     return _cached_corpus(corpus_path).make(env_id, hint=hint, sandbox=sandbox, **kwargs)
 
@@ -48,7 +50,9 @@ def _manifest_ids(path: Path) -> list[str]:
     return load_corpus(path).ids()
 
 
-def register_corpus(path: str | os.PathLike[str] = "example", *, namespace: str = NAMESPACE, overwrite: bool = True) -> list[str]:
+def register_corpus(
+    path: str | os.PathLike[str] = "example", *, namespace: str = NAMESPACE, overwrite: bool = True
+) -> list[str]:
     """Register every environment of the corpus as ``<namespace>/<env_id>``; returns the Gymnasium ids.
 
     Extra keyword arguments of ``gymnasium.make`` (``hint=True``, ``max_turns=…``,
@@ -59,7 +63,9 @@ def register_corpus(path: str | os.PathLike[str] = "example", *, namespace: str 
     for env_id in _manifest_ids(resolved):
         gym_id = f"{namespace}/{env_id}"
         if gym_id in gymnasium.registry and not overwrite:
-            raise CorpusError(f"{gym_id} is already registered; pass overwrite=True or another namespace")
+            raise CorpusError(
+                f"{gym_id} is already registered; pass overwrite=True or another namespace"
+            )
         gymnasium.registry.pop(gym_id, None)
         gymnasium.register(
             id=gym_id,

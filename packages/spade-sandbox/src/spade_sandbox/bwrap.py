@@ -32,8 +32,6 @@ def interpreter() -> tuple[str, str]:
     return os.path.realpath(sys.executable), os.path.realpath(sys.base_prefix)
 
 
-
-
 def python_path(config: SandboxConfig) -> list[str]:
     """Directories from ``backend_options["python_path"]`` (``os.pathsep``-separated), made
     readable and importable inside the sandbox, for allowed modules outside the standard library
