@@ -337,6 +337,10 @@ def test_unprivileged_without_capabilities(bare):
                 "HOME": "/work",
                 "HOSTNAME": "sandbox",
                 "LANG": "C.UTF-8",
+                # one BLAS/OpenMP thread: a library preloaded in a fork server holds none
+                "MKL_NUM_THREADS": "1",
+                "OMP_NUM_THREADS": "1",
+                "OPENBLAS_NUM_THREADS": "1",
                 "PATH": "/usr/bin:/bin",
                 "PYTHONDONTWRITEBYTECODE": "1",
                 "PYTHONHASHSEED": "0",

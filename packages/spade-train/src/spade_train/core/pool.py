@@ -47,7 +47,7 @@ class PoolEntry:
 
     env_id: str
     source: str
-    class_name: str
+    class_name: str | None
     hint: str | None
     skill: str
     max_turns: int

@@ -147,7 +147,7 @@ def record_plays(
             win_rate=win,
             regret=regret,
             cycle=cycle,
-            hint=p.entry.hint,
+            hint=p.entry.hint or "",
         )
         if p.entry.env_id in memory:
             memory.update(entry.env_id, win_rate=entry.win_rate, regret=entry.regret, cycle=cycle)
