@@ -34,24 +34,22 @@ import collections
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
+from .actions import ParsedAction, parse_action
 from .core import (
-    DEFAULT_MAX_TURNS,
     RETURN_BOUNDS,
     REWARD_BOUNDS,
-    EnvFactory,
     TextEnvironment,
     episode_return,
     with_hint,
 )
 from .corpus_files import atomic_write_text
+from .episode import EpisodeError, EpisodeResult, EpisodeSpec, Message, TurnRecord
 from .errors import AgentTimeout
 from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
@@ -74,7 +72,6 @@ __all__ = [
     "TOOL_SYSTEM_PROMPT",
 ]
 
-Message = dict[str, str]
 Scoring = Literal["strict", "upstream"]
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -105,118 +102,6 @@ class _ToolBatchAgent(Protocol):
     """A :class:`BatchAgent` with ``accepts_tools = True``: it also gets each chat's tool specs."""
 
     def __call__(self, batch: list[list[Message]], *, tools: list[Any]) -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class ParsedAction:
-    """``action`` to send to the environment; ``malformed`` when the reply had no action."""
-
-    action: str
-    malformed: bool
-    source: Literal["action_tag", "boxed", "fence", "none"]
-
-
-_ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
-
-
-def _last_boxed(text: str) -> str | None:
-    start = text.rfind("\\boxed{")
-    while start != -1:
-        depth, i = 0, start + len("\\boxed")
-        while i < len(text):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-            i += 1
-        start = text.rfind("\\boxed{", 0, start)  # unbalanced: try an earlier one
-    return None
-
-
-def parse_action(reply: str) -> ParsedAction:
-    """Extract the action from an agent reply (see the module docstring for the rules)."""
-    tags = _ACTION_TAG.findall(reply)
-    if tags:
-        return ParsedAction(tags[-1].strip(), False, "action_tag")
-    boxed = _last_boxed(reply)
-    if boxed is not None:
-        return ParsedAction(boxed, False, "boxed")
-    fences = _FENCE.findall(reply)
-    if fences:
-        return ParsedAction(fences[-1].strip(), False, "fence")
-    return ParsedAction(reply, True, "none")
-
-
-@dataclass
-class TurnRecord:
-    """One agent turn: the reply, the action taken from it, and what the environment returned."""
-
-    reply: str
-    action: str
-    malformed: bool
-    observation: str
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any] = field(default_factory=dict)
-    #: tool-use episodes: the parse outcome (a key of spade_envs.PARSE_OUTCOMES) and the calls
-    parse_outcome: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-
-
-@dataclass
-class EpisodeError:
-    """Why an episode stopped early. ``boundary``: environment, agent, sandbox or infrastructure."""
-
-    boundary: str
-    kind: str
-    message: str
-
-
-@dataclass
-class EpisodeResult:
-    """An episode: messages, per-turn records, return, and an error if it stopped early."""
-
-    env_id: str
-    seed: int | None
-    hinted: bool
-    messages: list[Message]
-    turns: list[TurnRecord]
-    episode_return: float
-    terminated: bool
-    truncated: bool
-    error: EpisodeError | None = None
-    wall_s: float = 0.0
-    tools: list[dict[str, Any]] | None = None
-    #: the environment ran past its time limit (a ``TimeoutError`` from reset or step)
-    step_timeout: bool = False
-
-    @property
-    def won(self) -> bool:
-        return self.error is None and self.episode_return >= 1.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class EpisodeSpec:
-    """What to play: a factory, a seed, and optionally the hint and limits."""
-
-    factory: EnvFactory
-    seed: int | None = None
-    hint: str | None = None
-    env_id: str = "env"
-    max_turns: int = DEFAULT_MAX_TURNS
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    #: the environment's tool specs; None reads the ``tools`` attribute of the built environment
-    tools: list[dict[str, Any]] | None = None
-    #: build the environment with its own default ``max_turns`` and play
-    #: ``min(its max_turns, max_turns)`` turns (upstream's ``respect_game_max_turns``)
-    respect_env_max_turns: bool = False
 
 
 def _boundary(exc: BaseException) -> str:

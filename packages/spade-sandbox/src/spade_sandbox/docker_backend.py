@@ -41,6 +41,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .docker_client import (  # noqa: F401  (LABEL and the cleanup are re-exported)
+    ENGINE_HINT,
+    LABEL,
+    _connect,
+    _docker_sdk,
+    _first_line,
+    _remove_orphans,
+    owner_label,
+    remove_leftover_containers,
+)
 from .errors import InfrastructureError, SandboxError, SandboxMemoryError
 from .limits import SandboxConfig
 from .process import NOBODY, SCRUBBED_ENV, WORKER_DIR
@@ -49,8 +59,6 @@ from .protocol import FramedWorker
 log = logging.getLogger("spade_sandbox")
 
 DEFAULT_IMAGE = "spade-sandbox:py3"
-LABEL = "spade-sandbox.worker"
-"""Label on every container this backend creates; its value is `owner_label()` of its host process."""
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
 TMP_MIB = 16
@@ -59,9 +67,6 @@ CONTAINER_ENV = {**SCRUBBED_ENV, "HOME": SANDBOX_WORK_DIR}
 """The container's variables; the engine adds only HOSTNAME (and would add HOME if unset)."""
 IN_WORKER_LAYERS = ("unprivileged_uid", "landlock", "rlimits", "seccomp")
 BUILD_HINT = "build it with packages/spade-sandbox/docker/build-image.sh, or name another with SPADE_SANDBOX_OPT_IMAGE"
-ENGINE_HINT = (
-    "start an engine (here: dockerd --bridge=none --iptables=false) or point DOCKER_HOST at one"
-)
 
 # System calls the container may make; everything else fails with EPERM. Grouped by what a
 # Python worker needs them for; absent on purpose: sockets, ptrace, mount and namespaces,
@@ -175,16 +180,6 @@ class DockerOptions:
                 )
             values["worker_layers"] = layers
         return cls(**values)
-
-
-def _docker_sdk():
-    try:
-        import docker
-    except ImportError:
-        raise InfrastructureError(
-            "the Docker backend needs the docker SDK; install it with: pip install 'spade-sandbox[docker]'"
-        ) from None
-    return docker
 
 
 class DockerWorker(FramedWorker):
@@ -472,70 +467,3 @@ def _merge_layers(host: dict[str, str], worker: dict[str, str]) -> dict[str, str
     if not worker.get("unprivileged_uid", "").startswith("active"):
         layers["unprivileged_uid"] = f"active: container user {NOBODY}"
     return layers
-
-
-def _connect() -> Any:
-    """A docker SDK client of the engine that DOCKER_HOST (or the default socket) names, pinged."""
-    docker = _docker_sdk()
-    try:
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception as exc:  # the SDK raises DockerException or requests' errors
-        raise InfrastructureError(
-            f"cannot reach a Docker engine ({_first_line(exc)}); {ENGINE_HINT}"
-        ) from None
-    return client
-
-
-def owner_label() -> str:
-    """`hostname:pid` of this process, the value of `LABEL` on the containers it starts."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def remove_leftover_containers(all_processes: bool = False) -> int:
-    """Remove worker containers whose host process died (on this machine); returns how many.
-
-    The backend also does this once when it first connects. `all_processes=True` removes
-    every container carrying `LABEL`, also those of live processes and other machines."""
-    client = _connect()
-    try:
-        return _remove_orphans(client, all_processes)
-    finally:
-        client.close()
-
-
-def _remove_orphans(client: Any, all_processes: bool) -> int:
-    docker = _docker_sdk()
-    host = socket.gethostname()
-    removed = 0
-    try:
-        found = client.api.containers(all=True, filters={"label": LABEL})
-    except (docker.errors.APIError, OSError):
-        return 0
-    for entry in found:
-        owner_host, _, owner_pid = entry.get("Labels", {}).get(LABEL, "").rpartition(":")
-        if not all_processes and (
-            owner_host != host or not owner_pid.isdigit() or _pid_alive(int(owner_pid))
-        ):
-            continue
-        try:
-            client.api.remove_container(entry["Id"], force=True)
-            removed += 1
-        except (docker.errors.APIError, OSError):
-            pass
-    return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
