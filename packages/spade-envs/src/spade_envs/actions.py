@@ -24,7 +24,8 @@ _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.DOTALL)
 
 
-def _last_boxed(text: str) -> str | None:
+def last_boxed(text: str) -> str | None:
+    """The last balanced ``\\boxed{...}`` of ``text`` (an unbalanced one is skipped), or None."""
     start = text.rfind("\\boxed{")
     while start != -1:
         depth, i = 0, start + len("\\boxed")
@@ -45,7 +46,7 @@ def parse_action(reply: str) -> ParsedAction:
     tags = _ACTION_TAG.findall(reply)
     if tags:
         return ParsedAction(tags[-1].strip(), False, "action_tag")
-    boxed = _last_boxed(reply)
+    boxed = last_boxed(reply)
     if boxed is not None:
         return ParsedAction(boxed, False, "boxed")
     fences = _FENCE.findall(reply)

@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .actions import last_boxed as _last_boxed
+
 __all__ = [
     "PARSE_OUTCOMES",
     "TOOL_CALL_FORMAT_TEXT",
@@ -93,22 +95,6 @@ class ToolCallParse:
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```(?:json|tool_call|python)?\s*\n?(.*?)```", re.DOTALL)
 _PYCALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\((.*)\)\s*$", re.DOTALL)
-
-
-def _last_boxed(text: str) -> str | None:
-    start = text.rfind("\\boxed{")
-    while start != -1:
-        depth, i = 0, start + len("\\boxed")
-        while i < len(text):
-            if text[i] == "{":
-                depth += 1
-            elif text[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-            i += 1
-        start = text.rfind("\\boxed{", 0, start)
-    return None
 
 
 def _json_objects(text: str) -> list[tuple[int, int]]:
