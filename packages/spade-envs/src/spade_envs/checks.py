@@ -150,6 +150,15 @@ def check_solution(run: _Run, s: _Seed) -> None:
         )
     _, played = play_actions(env, seed, solution_actions(text), run.max_turns, run.max_chars)
     if not _won(played) or len(played) > len(solution_actions(text)):
+        # Two equal solutions can be luck in an unseeded game: a failed play is the game's
+        # nondeterminism when more resets of the same seed disagree about the solution.
+        for _ in range(3):
+            _reset(env, seed, run.max_chars)
+            if env.solution() != text:
+                raise _fail(
+                    "nondeterministic",
+                    f"solution() after reset(seed={seed}) differs between resets; draw randomness only from random.Random(seed)",
+                )
         raise _fail(
             "solution_fails",
             f"seed={seed}: playing solution() did not win within {run.max_turns} turns; fix solution() or the win check",
