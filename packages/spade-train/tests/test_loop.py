@@ -29,7 +29,9 @@ from spade_train.types import Generation
 SMALL = [
     "backend.model=tiny:qwen3",
     "backend.micro_batch_size=8",
-    "backend.max_seq_len=1024",
+    # the whole designer prompt fits (a truncated prompt is counted where generation runs: by
+    # the local backend itself, by the rollout workers under ray)
+    "backend.max_seq_len=2048",
     "designer.prompts_per_cycle=1",
     "designer.group_size=2",
     "designer.sampling.max_new_tokens=24",
