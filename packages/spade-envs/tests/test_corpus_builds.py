@@ -58,3 +58,31 @@ def test_example_corpus_is_its_games_rebuilt(tmp_path, capsys):
     script = _script("build_example_corpus")
     assert script.build(tmp_path / "example") == 0
     _assert_same_tree(tmp_path / "example", se.example_corpus_path(), script.SCRIPT)
+
+
+def test_starter_corpus_is_its_games_rebuilt(tmp_path, capsys):
+    script = _script("build_example_corpus")
+    assert script.build(tmp_path / "starter", corpus="starter") == 0
+    _assert_same_tree(tmp_path / "starter", se.starter_corpus_path(), script.SCRIPT)
+
+
+def test_starter_games_give_partial_credit_and_the_solution_wins():
+    """What the starter corpus is for: a near miss earns part of the reward (a small policy's
+    returns are not all zero), only the exact answer wins."""
+    import re
+
+    corpus = se.load_corpus("starter")
+    assert len(corpus) == 18
+    assert sorted(r.split for r in corpus.records).count("heldout") == 6
+    for rec in corpus.records:
+        factory = se.load_env(corpus.source(rec.id), rec.class_name)
+        env = factory(max_turns=3)
+        env.reset(seed=1)
+        answer = int(re.findall(r"-?\d+", env.solution())[-1])
+        last = None
+        for _ in range(3):
+            last = env.step(f"\\boxed{{{answer + 1}}}")
+        _, reward, terminated, truncated, _ = last
+        assert terminated and not truncated and 0.0 < reward < 1.0, rec.id
+        env.reset(seed=1)
+        assert env.step(env.solution())[1:3] == (1.0, True), rec.id

@@ -69,6 +69,7 @@ from .corpus import (
     load_corpus,
     record_digest,
     resolve_corpus_path,
+    starter_corpus_path,
     tool_use_corpus_path,
 )
 from .corpus_files import (
@@ -197,6 +198,7 @@ __all__ = [
     "tool_schema_problems",
     "argument_problems",
     "tool_contract_text",
+    "starter_corpus_path",
     "tool_use_corpus_path",
     # corpus
     "EnvRecord",

@@ -298,6 +298,13 @@ def example_corpus_path() -> Path:
     return Path(__file__).parent / "corpora" / "example"
 
 
+def starter_corpus_path() -> Path:
+    """The starter corpus shipped inside this package: 18 short, easy games (three per skill,
+    a third of them held out) that give partial credit, so a small policy's returns are not
+    all zero."""
+    return Path(__file__).parent / "corpora" / "starter"
+
+
 def tool_use_corpus_path() -> Path:
     """The tool-use corpus shipped inside this package (records carry ``tools`` and ``domain``)."""
     return Path(__file__).parent / "corpora" / "tool_use"
@@ -309,10 +316,12 @@ def resolve_corpus_path(name_or_path: str | os.PathLike[str]) -> Path:
         return example_corpus_path()
     if str(name_or_path) == "tool_use" and not Path("tool_use").exists():
         return tool_use_corpus_path()
+    if str(name_or_path) == "starter" and not Path("starter").exists():
+        return starter_corpus_path()
     path = Path(name_or_path)
     if not path.exists():
         raise CorpusError(
-            f"corpus {str(name_or_path)!r} not found; pass a corpus directory, a .jsonl/.parquet file, or 'example'"
+            f"corpus {str(name_or_path)!r} not found; pass a corpus directory, a .jsonl/.parquet file, 'example', 'starter' or 'tool_use'"
         )
     return path
 
