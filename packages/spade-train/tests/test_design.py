@@ -10,15 +10,13 @@ import spade_envs as se
 from spade_train.core.design import (
     COMPACT_PROMPT_CHARS,
     PARSE_REASON_CODES,
-    SCAFFOLD_PREFILL,
-    SCAFFOLD_STOP,
     DesignParseError,
     build_designer_messages,
     build_hint_messages,
     parse_designer_output,
     parse_hint_output,
-    scaffold_example,
 )
+from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP, pick_example
 
 SOURCE = """import random
 
@@ -144,8 +142,11 @@ def test_scaffold_prompt_shows_an_example_and_prefills_the_code_fence() -> None:
     )
     assert [m["role"] for m in msgs] == ["system", "user", "assistant"]
     assert msgs[-1]["content"] == SCAFFOLD_PREFILL
-    example = scaffold_example("Logic")
+    example, hint = pick_example("Logic", 0)
     assert 'skill = "Logic"' in example and f"```python\n{example}```" in msgs[1]["content"]
+    assert f"HINT: {hint}" in msgs[1]["content"]
+    other = build_designer_messages("Logic", compact=True, scaffold=True, example_index=1)
+    assert pick_example("Logic", 1)[0] in other[1]["content"] and example not in other[1]["content"]
     plain = build_designer_messages("Logic", grounding=GROUNDING * 3, memory=MEMORY, compact=True)
     assert msgs[1]["content"].startswith(plain[1]["content"])  # the compact bound is unchanged
     # the policy continues the prefill and stops at the closing fence: the code parses, and
@@ -159,8 +160,9 @@ def test_scaffold_prompt_shows_an_example_and_prefills_the_code_fence() -> None:
 
 
 @pytest.mark.parametrize("skill", se.SKILLS)
-def test_scaffold_example_is_a_valid_environment(skill: str) -> None:
-    report = sc.validate_source(
-        scaffold_example(skill), "Halve the range.", skill=skill, max_turns=3, env_id="example"
-    )
-    assert report.valid, report.message
+def test_every_scaffold_example_is_a_valid_environment_of_its_skill(skill: str) -> None:
+    for index in range(2):
+        source, hint = pick_example(skill, index)
+        assert f'skill = "{skill}"' in source
+        report = sc.validate_source(source, hint, skill=skill, max_turns=3, env_id="example")
+        assert report.valid, report.message

@@ -22,6 +22,7 @@ import torch
 from spade_train.backends.local import LocalBackend
 from spade_train.config import load_recipe
 from spade_train.core import design as dz
+from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP
 from spade_train.loop import resume_run, start_run
 from spade_train.loss import token_logprobs
 from spade_train.types import Generation
@@ -120,7 +121,8 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path, capsys):
     pool = json.loads((run / "pool.json").read_text())
     assert any(e["origin"] == "designer" and e["plays"] > 0 for e in pool["entries"])
     assert (run / "checkpoints" / "LATEST").read_text().strip() == "cycle_0001"
-    assert sorted(p.name for p in (run / "plots").glob("*.png"))
+    plots = sorted(p.name for p in (run / "plots").glob("*.png"))
+    assert plots == ["pool.png", "regret.png", "returns.png", "summary.png", "validity.png"]
     assert list((run / "transcripts" / "cycle_0001").glob("*.json"))
     from spade_train.cli import main
 
@@ -152,6 +154,7 @@ def test_scaffolded_design_continues_the_prefill_and_takes_the_hint_pass(tmp_pat
         "designer.scaffold=true",
         "designer.hint_source=policy",
         "designer.hint_max_new_tokens=16",
+        "eval.heldout=starter",
     )
     source = good_reply().split("\n", 1)[1].split("```", 1)[0]
     backend = ForcedScaffold(
@@ -159,8 +162,8 @@ def test_scaffolded_design_continues_the_prefill_and_takes_the_hint_pass(tmp_pat
     )
     rows = start_run(cfg, tmp_path / "run", backend=backend, progress=False).train()
     (designer, design_params), (hinter, hint_params) = backend.calls[:2]
-    assert designer[-1] == {"role": "assistant", "content": dz.SCAFFOLD_PREFILL}
-    assert design_params.stop == dz.SCAFFOLD_STOP and hint_params.max_new_tokens == 16
+    assert designer[-1] == {"role": "assistant", "content": SCAFFOLD_PREFILL}
+    assert design_params.stop == SCAFFOLD_STOP and hint_params.max_new_tokens == 16
     assert source.strip() in hinter[-1]["content"]
     row = rows[0]
     assert row["design/parsed"] == 2 and row["design/valid"] == 1 and row["pool/added"] == 1
@@ -169,6 +172,12 @@ def test_scaffolded_design_continues_the_prefill_and_takes_the_hint_pass(tmp_pat
     ]
     assert designs[0]["valid"] and designs[0]["hint"] == "Work modulo each step."
     assert row["reward/regret_mean"] is not None and row["train/samples"] > 0
+    # the quickstart's pool starts with the starter corpus's 12 training games, and its six
+    # held-out games are played after the cycle (never trained, never pooled)
+    assert row["pool/size"] == 12 + 1
+    assert row["design/new"] == int(designs[0]["copy_of"] is None)
+    assert 0.0 <= row["heldout/won"] <= 1.0 and row["time/heldout_s"] > 0
+    assert isinstance(row["heldout/return_hint"], float)
 
 
 def test_delayed_designer_items_are_released_late_and_flushed_at_the_end(tmp_path):

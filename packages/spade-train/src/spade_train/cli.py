@@ -171,9 +171,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     columns = [
         ("cycle", "cycle"),
         ("valid", "design/validity_rate"),
+        ("new", "design/new"),
         ("R hint", "play/return_hint"),
         ("R no hint", "play/return_nohint"),
+        ("held-out R", "heldout/return_nohint"),
         ("regret", "reward/regret_mean"),
+        ("adv std a/d", "adv/std"),
         ("loss", "train/loss"),
         ("pool", "pool/size"),
         ("s", "time/cycle_s"),
@@ -185,6 +188,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         cells = []
         for _, key in columns:
             v = row.get(key)
+            if key == "adv/std":  # both roles' advantage spread in one cell
+                a, d = row.get("adv/agent_std"), row.get("adv/designer_std")
+                v = "-" if a is None and d is None else f"{a or 0:.2f}/{d or 0:.2f}"
             cells.append("-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v))
         table.add_row(*cells)
     console = Console()

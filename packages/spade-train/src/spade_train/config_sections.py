@@ -453,6 +453,11 @@ class EvalConfig(_Strict):
     """Only these suites of the config (None: all of them)."""
     limit: int | None = Field(None, ge=1)
     """At most this many items per suite (a quick signal on a small machine)."""
+    heldout: str | None = None
+    """A game corpus (``starter``, ``example`` or a corpus path) whose ``heldout`` split the
+    agent plays after every ``heldout_every`` cycles, with and without each game's hint, the
+    same number of episodes as in training; never trained. ``heldout/*`` metrics."""
+    heldout_every: int = Field(1, ge=1)
 
 
 class CheckpointConfig(_Strict):

@@ -161,6 +161,7 @@ def run_cycle(
             )
             new_envs = s_design.admit_designs(cfg, designs, state.pool, cycle, res.sandbox_config)
         row.update(design_metrics(designs))
+        row["design/new"] = s_design.mark_copies(designs)
         write_jsonl(
             res.run.designs / f"{res.run.cycle_name(cycle)}.jsonl", [d.to_row() for d in designs]
         )
@@ -192,6 +193,12 @@ def run_cycle(
     s_learn.record_plays(played, cycle, state.pool, state.memory, state.curriculum)
     retired = state.pool.retire_saturated()
     row.update(pool_metrics(state, len(new_envs), len(retired)))
+    if cfg.eval.heldout and cycle % cfg.eval.heldout_every == 0:
+        with _timed(times, "heldout_s"):  # never trained: how the agent does on unseen games
+            games = s_play.sandboxed(
+                res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
+            )
+            row.update(s_play.play_heldout(cfg, res.backend, cycle, games, res.run, progress))
     if cfg.mode == "fixed-rlve":
         row.update(state.curriculum.metrics())
     row.update({f"time/{k}": round(v, 3) for k, v in times.items()})

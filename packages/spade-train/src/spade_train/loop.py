@@ -170,6 +170,8 @@ class SelfPlay:
             if self.cfg.setting == "tool-use":
                 return Path(se.tool_use_corpus_path())
             return Path(se.example_corpus_path())
+        if name in ("starter", "tool_use") and not Path(name).exists():
+            return Path(se.resolve_corpus_path(name))
         if "${" in name or not Path(name).exists():
             raise FileNotFoundError(corpus_missing(name))
         return Path(name)

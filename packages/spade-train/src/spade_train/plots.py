@@ -13,7 +13,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PLOTS = ("validity", "regret", "returns", "pool")
+PLOTS = ("validity", "regret", "returns", "pool", "summary")
+
+_RETURNS = (
+    ("play/return_hint", "pool, with hint"),
+    ("play/return_nohint", "pool, without hint"),
+    ("heldout/return_hint", "held-out, with hint"),
+    ("heldout/return_nohint", "held-out, without hint"),
+)
 
 
 def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -40,6 +47,11 @@ def _save(fig: Any, path: Path) -> None:
 
 def _line_plot(rows, keys: Sequence[tuple[str, str]], title: str, ylabel: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.6))
+    _draw(ax, rows, keys, title, ylabel)
+    _save(fig, path)
+
+
+def _draw(ax: Any, rows, keys: Sequence[tuple[str, str]], title: str, ylabel: str) -> None:
     for key, label in keys:
         xs, ys = _series(rows, key)
         if xs:
@@ -49,12 +61,39 @@ def _line_plot(rows, keys: Sequence[tuple[str, str]], title: str, ylabel: str, p
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend()
+        ax.legend(fontsize=7)
+
+
+def _new_rate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with ``design/new_rate``: new (not copied) valid designs over all designs."""
+    out = []
+    for r in rows:
+        n = r.get("design/completions")
+        new = r.get("design/new")
+        extra = {"design/new_rate": new / n} if isinstance(new, int) and n else {}
+        out.append({**r, **extra})
+    return out
+
+
+def _summary(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    """One figure of the signals a run must keep alive: validity, returns, regret, spread."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4))
+    _draw(axes[0][0], _new_rate(rows),
+          [("design/validity_rate", "valid"), ("design/new_rate", "valid and new")],
+          "Designs", "fraction of designs")  # fmt: skip
+    _draw(axes[0][1], rows, _RETURNS, "Agent returns", "mean episode return")
+    _draw(axes[1][0], rows, [("reward/regret_mean", "mean regret")], "Hint-based regret",
+          "return with hint − without")  # fmt: skip
+    _draw(axes[1][1], rows,
+          [("adv/agent_std", "agent"), ("adv/designer_std", "designer")],
+          "Advantage spread", "std before normalization")  # fmt: skip
+    fig.tight_layout()
     _save(fig, path)
 
 
 def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write validity.png, regret.png, returns.png and pool.png into ``out_dir`` (and eval.png
+    """Write validity.png, regret.png, returns.png, pool.png and summary.png (the four signals
+    in one figure) into ``out_dir`` (and eval.png
     when the rows carry in-loop evaluation scores)."""
     out = Path(out_dir)
     rows = sorted(rows, key=lambda r: r.get("cycle", 0))
@@ -75,7 +114,7 @@ def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str])
     )
     _line_plot(
         rows,
-        [("play/return_hint", "with hint"), ("play/return_nohint", "without hint")],
+        _RETURNS,
         "Agent returns",
         "mean episode return",
         paths[2],
@@ -94,6 +133,7 @@ def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str])
     if skills:
         ax.legend(fontsize=7, ncol=2)
     _save(fig, paths[3])
+    _summary(rows, paths[4])
     scores = sorted(
         {k for r in rows for k in r if k.startswith("eval/") and k.endswith(("/mean", "pass1"))}
     )

@@ -18,6 +18,7 @@ from typing import Any
 
 import spade_envs as se
 
+from spade_train.core.scaffold import SCAFFOLD_PREFILL, pick_example
 from spade_train.errors import SpadeTrainError
 from spade_train.types import Message
 
@@ -77,55 +78,6 @@ _ANSWER_FORMAT = (
     "HINT: <one paragraph: a strategy that helps with any episode, never a specific answer>"
 )
 
-SCAFFOLD_PREFILL = "```python\n"
-"""How a scaffolded designer reply starts (the policy continues from here)."""
-
-SCAFFOLD_STOP: tuple[str, ...] = ("\n```",)
-"""Where a scaffolded designer reply stops: the closing fence of its code block."""
-
-_SCAFFOLD_EXAMPLE = r"""import random
-import re
-
-
-class GuessEnv:
-    skill = "__SKILL__"
-
-    def __init__(self, max_turns=6, **kwargs):
-        self.max_turns = max_turns
-        self.secret, self.turn, self.done = 0, 0, True
-
-    def reset(self, seed=None):
-        self.secret = random.Random(seed).randint(1, 30)
-        self.turn, self.done = 0, False
-        return f"Guess my number from 1 to 30 in {self.max_turns} turns. Reply \\boxed{{N}}.", {}
-
-    def step(self, action):
-        if self.done:
-            return "The game is over.", 0.0, True, False, {}
-        self.turn += 1
-        found = re.findall(r"\\boxed\{(\d+)\}", action)
-        guess = int(found[-1]) if found else -1
-        if guess == self.secret:
-            self.done = True
-            return "Correct!", 1.0, True, False, {}
-        text = "Higher." if guess < self.secret else "Lower."
-        self.done = self.turn >= self.max_turns
-        return text, 0.0, False, self.done, {}
-
-    def solution(self):
-        return f"\\boxed{{{self.secret}}}"
-
-    def close(self):
-        pass
-"""
-
-SCAFFOLD_EXAMPLE_HINT = "Halve the range each turn: guess the middle of the numbers still possible."
-
-
-def scaffold_example(skill: str) -> str:
-    """The short, complete example game a scaffolded prompt shows, set to ``skill``."""
-    return _SCAFFOLD_EXAMPLE.replace("__SKILL__", skill)
-
 
 def _clip(text: str, limit: int) -> str:
     text = text.strip()
@@ -184,6 +136,7 @@ def build_designer_messages(
     max_turns: int = 6,
     compact: bool = False,
     scaffold: bool = False,
+    example_index: int = 0,
 ) -> list[Message]:
     """The designer conversation for one prompt: the contract (plus the tool-use additions in
     that setting) as the system message; target skill, grounding snippets, memory examples
@@ -192,8 +145,9 @@ def build_designer_messages(
     :data:`COMPACT_PROMPT_CHARS` by shortening, then dropping, snippets and code excerpts.
 
     ``scaffold=True`` (games setting, for policies too small to follow the format unaided)
-    puts a short complete example game (:func:`scaffold_example`, not counted in the compact
-    bound) after the user text and appends an assistant prefill, :data:`SCAFFOLD_PREFILL`:
+    puts a short complete example game (``pick_example(skill, example_index)``: the starter
+    corpus's training games of that skill in turn; not counted in the compact bound) after the
+    user text and appends an assistant prefill, :data:`SCAFFOLD_PREFILL`:
     the policy continues the code block, generation stops at :data:`SCAFFOLD_STOP`, and the
     hint comes from the separate hint pass."""
     if scaffold and setting == "tool-use":
@@ -205,7 +159,7 @@ def build_designer_messages(
         system += "\n" + se.tool_contract_text()
     if not compact:
         user = _user_text(skill, setting, grounding, memory, max_turns, 1200, 2000)
-        return _finish(system, user, skill, scaffold)
+        return _finish(system, user, skill, scaffold, example_index)
     grounding = list(grounding)
     mem = {k: list(v) for k, v in (memory or {}).items()}
     # Shrink step by step: shorter excerpts, then no code, then fewer examples and snippets.
@@ -220,15 +174,18 @@ def build_designer_messages(
         else:
             grounding.pop()
         user = _user_text(skill, setting, grounding, mem, max_turns, 150, 0)
-    return _finish(system, user, skill, scaffold)
+    return _finish(system, user, skill, scaffold, example_index)
 
 
-def _finish(system: str, user: str, skill: str, scaffold: bool) -> list[Message]:
+def _finish(
+    system: str, user: str, skill: str, scaffold: bool, example_index: int
+) -> list[Message]:
     if not scaffold:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    source, hint = pick_example(skill, example_index)
     example = (
-        "\n\nWrite your game in the same form as this complete example game:\n"
-        f"```python\n{scaffold_example(skill)}```\nHINT: {SCAFFOLD_EXAMPLE_HINT}"
+        "\n\nWrite a new game of your own in the same form as this complete example game "
+        f"(a different puzzle, not a copy):\n```python\n{source}```\nHINT: {hint}"
     )
     return [
         {"role": "system", "content": system},

@@ -15,6 +15,12 @@ import spade_sandbox as ss
 from spade_train.config import RunConfig
 from spade_train.core import design as dz
 from spade_train.core.pool import EnvPool, PoolEntry
+from spade_train.core.scaffold import (
+    SCAFFOLD_PREFILL,
+    SCAFFOLD_STOP,
+    close_reply,
+    copies_of_references,
+)
 from spade_train.seeds import derive_seed
 from spade_train.steps.records import Design
 from spade_train.types import Message
@@ -55,6 +61,7 @@ def designer_prompts(
                 max_turns=cfg.agent.max_turns,
                 compact=d.compact,
                 scaffold=d.scaffold,
+                example_index=index // len(d.skills),
             )
         )
         skills.append(skill)
@@ -77,14 +84,15 @@ def design(
     params = d.sampling.to_params(derive_seed(cfg.seed, cycle, "design"))
     prefill = ""
     if d.scaffold:
-        params = replace(params, stop=dz.SCAFFOLD_STOP)
-        prefill = dz.SCAFFOLD_PREFILL
+        params = replace(params, stop=SCAFFOLD_STOP)
+        prefill = SCAFFOLD_PREFILL
     generations = backend.generate(conversations, params)
     progress.update(task, completed=len(conversations))
     designs = []
     for i, gen in enumerate(generations):
         p, g = divmod(i, d.group_size)
-        rec = Design(p, g, skills[p], prefill + gen.text, gen, prompt=conversations[i])
+        text = close_reply(gen.text) if d.scaffold else gen.text
+        rec = Design(p, g, skills[p], prefill + text, gen, prompt=conversations[i])
         designs.append(parse_reply(rec, cfg))
     if d.hint_source != "reply":
         write_hints(cfg, backend, cycle, [x for x in designs if x.source is not None])
@@ -203,6 +211,16 @@ def validate(
     progress.update(task, completed=max(1, len(todo)))
     for x, report in zip(todo, reports, strict=True):
         x.report = report
+
+
+def mark_copies(designs: Sequence[Design]) -> int:
+    """Mark each valid design that copies a scaffold example or a shipped corpus game
+    (``copy_of``); returns how many valid designs are new."""
+    valid = [x for x in designs if x.valid]
+    copies = copies_of_references([(x.env_id or "", x.source or "") for x in valid])
+    for x in valid:
+        x.copy_of = copies.get(x.env_id or "")
+    return sum(x.copy_of is None for x in valid)
 
 
 def admit_designs(

@@ -49,10 +49,12 @@ def play(
     opener: Callable[[PoolEntry], Any],
     run: RunDir,
     progress: Any,
+    stream: str = "agent",
 ) -> tuple[list[PlayedEnv], list[Episode]]:
     """Per environment ``episodes_per_env`` unhinted (trained) episodes and ``hint_plays``
     hinted ones on their own seeds (reward only, unless ``train_hint_plays``); the first
-    transcripts of the cycle are saved."""
+    transcripts of the cycle are saved (none for any ``stream`` but ``agent``, which also
+    names the sampling seeds' stream)."""
     a = cfg.agent
     specs, owners = [], []
     for k, entry in enumerate(envs):
@@ -73,8 +75,9 @@ def play(
                 )
             )
             owners.append((k, planned))
-    task = progress.add_task(f"cycle {cycle}: play", total=max(1, len(specs)))
-    base = derive_seed(cfg.seed, cycle, "agent")
+    label = "play" if stream == "agent" else stream
+    task = progress.add_task(f"cycle {cycle}: {label}", total=max(1, len(specs)))
+    base = derive_seed(cfg.seed, cycle, stream)
 
     def params_for(call: int) -> SamplingParams:
         return a.sampling.to_params((base + call) & 0x7FFFFFFF)
@@ -105,8 +108,50 @@ def play(
             cfg, agent, result, {"env_id": p.entry.env_id, "hinted": planned.hinted}
         )
         episodes.append(Episode(k, planned.hinted, result, samples, planned.trained))
-    save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
+    if stream == "agent":
+        save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
     return played, episodes
+
+
+def heldout_envs(cfg: RunConfig) -> list[PoolEntry]:
+    """The ``heldout`` split of ``eval.heldout`` as pool entries (never added to the pool)."""
+    corpus = se.load_corpus(se.resolve_corpus_path(cfg.eval.heldout or ""))
+    return [
+        PoolEntry(
+            env_id=f"heldout:{rec.id}",
+            source=corpus.source(rec.id),
+            class_name=rec.class_name,
+            hint=rec.hint,
+            skill=rec.skill,
+            max_turns=min(rec.max_turns, cfg.agent.max_turns),
+            cycle_added=0,
+            origin=rec.origin,
+        )
+        for rec in corpus.records
+        if rec.split == "heldout"
+    ]
+
+
+def play_heldout(
+    cfg: RunConfig,
+    backend: Any,
+    cycle: int,
+    opener: Callable[[PoolEntry], Any],
+    run: RunDir,
+    progress: Any,
+) -> dict[str, float]:
+    """``eval.heldout``'s held-out games played like the cycle's own, never trained: mean
+    return with and without the hint and the win rate (``heldout/*``)."""
+    played, episodes = play(
+        cfg, backend, heldout_envs(cfg), cycle, opener, run, progress, stream="heldout"
+    )
+    hinted = [r for p in played for r in p.hinted]
+    unhinted = [r for p in played for r in p.unhinted]
+    return {
+        "heldout/return_hint": sum(hinted) / max(1, len(hinted)),
+        "heldout/return_nohint": sum(unhinted) / max(1, len(unhinted)),
+        "heldout/won": sum(e.result.won for e in episodes) / max(1, len(episodes)),
+    }
 
 
 def sandboxed(sandbox: Any) -> Callable[[PoolEntry], Any]:

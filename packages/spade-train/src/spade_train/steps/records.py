@@ -49,6 +49,9 @@ class Design:
     """The repair turn whose environment was kept (the trained reply is still the first)."""
     judged_invalid: bool = False
     """The self-judge answered no (the designer's reward takes its penalty)."""
+    copy_of: str | None = None
+    """A valid design that is an exact or near duplicate of a scaffold example or a shipped
+    corpus game: that game's id (``steps.design.mark_copies``). It still enters the pool."""
 
     @property
     def valid(self) -> bool:
@@ -86,6 +89,7 @@ class Design:
             "report": None if self.report is None else self.report.to_dict(),
             "completion_tokens": len(self.generation.completion_ids),
             "rejected_message": self.rejected_message,
+            "copy_of": self.copy_of,
             "repaired_turn": self.repaired_turn,
             "pipeline": self.pipeline,
         }
