@@ -264,7 +264,7 @@ def check_env(
 
     ``reuse_resets``: a sandboxed environment (``load_env(..., sandbox=True)``) keeps the state
     of each seed's first reset in its worker and the probes that only need that state again
-    start from a copy of it (two real resets per seed instead of eleven; the report is the
+    start from a copy of it (three real resets per seed instead of eleven; the report is the
     same either way, and an environment whose state cannot be copied is reset for real).
     ``False`` resets for real every time.
     """

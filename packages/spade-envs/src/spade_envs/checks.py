@@ -73,10 +73,10 @@ def _reset_again(run: _Run, seed: int, key: str) -> str:
     """The seed's reset once more: a copy of the state kept under ``key`` when there is one
     (the same state, for a fraction of the time), else a real reset.
 
-    Two real resets per seed are kept (``check_reset``'s and the last probe's, after the
-    other probes' episodes) and every comparison of two resets of one seed has one of each
-    on its sides, so a reset that draws outside the seed, or state carried over from
-    earlier episodes, still shows."""
+    Three resets per seed stay real (``check_reset``'s, the last probe's, after the other
+    probes' episodes, and the one before ``solution()``'s second call) and every comparison
+    of two resets of one seed has a real one on a side, so a reset that draws outside the
+    seed, or state carried over from earlier episodes or calls, still shows."""
     if key in run.kept and run.env._reset_from_kept(key):  # type: ignore[attr-defined]
         return run.kept[key]
     return _reset(run.env, seed, run.max_chars)
@@ -172,7 +172,7 @@ def check_solution(run: _Run, s: _Seed) -> None:
     if not run.check_solution:
         return
     env, seed = run.env, s.seed
-    _reset_again(run, seed, _last(seed))  # the second real reset's state against the first's
+    _reset_again(run, seed, _last(seed))  # a copy of the last probe's real reset
     try:
         text = env.solution()
     except Exception as exc:
@@ -186,7 +186,8 @@ def check_solution(run: _Run, s: _Seed) -> None:
             "solution_type",
             f"solution() after reset(seed={seed}) returned {text!r}; return the winning actions, one per line",
         )
-    _reset_again(run, seed, _first(seed))
+    # A real reset: what the first call left behind and reset keeps shows in the second.
+    _reset(env, seed, run.max_chars)
     if env.solution() != text:
         raise _fail(
             "nondeterministic",
