@@ -83,11 +83,17 @@ def test_globals_class_data_and_the_random_module_are_restored(config):
         "Hooked()",  # an instance whose class defines __deepcopy__
         "{Hooked(): 1}",  # a key whose hash is the environment's code
         "Slotted()",
+        "(lambda box: lambda: box)([0])",  # a closure over a list
+        "random.Random(seed).choice",  # a builtin bound to a generator
+        "lambda acc=[]: acc",  # a mutable default
     ],
 )
 def test_state_it_cannot_copy_is_refused_and_no_hook_runs(config, field):
     source = make_env_source(
         header="""
+        import random
+
+
         class Hooked:
             def __deepcopy__(self, memo):
                 raise SystemExit("the environment's copy hook ran")
@@ -110,3 +116,54 @@ def test_state_it_cannot_copy_is_refused_and_no_hook_runs(config, field):
         assert not env.snapshot("0")
         assert not env.restore("0")
         assert env.step("x")[2] is True  # the worker lives on
+
+
+def test_the_usual_kinds_of_state_are_copied(config):
+    source = make_env_source(
+        header="""
+        import collections
+        import fractions
+        import random
+
+
+        def score(cells):
+            return sum(cells)
+
+
+        class Cell:
+            def __init__(self, value):
+                self.value = value
+        """,
+        reset="""
+        rng = random.Random(seed)
+        self.cells = [Cell(rng.randint(0, 9)) for _ in range(4)]
+        self.first = self.cells[0]
+        self.queue = collections.deque(range(3), maxlen=5)
+        self.counts = collections.Counter("abca")
+        self.by_key = collections.defaultdict(list, {(1, "x"): [1]})
+        self.seen = {1, 2}
+        self.frozen = frozenset({"a"})
+        self.half = fractions.Fraction(1, 2)
+        self.scorer = score
+        self.act = self.step
+        self.turn = 0
+        return "start", {}
+        """,
+        step="""
+        self.turn += 1
+        self.first.value += 1
+        self.queue.append(self.turn)
+        self.counts[action] += 1
+        self.by_key[(1, "x")].append(self.turn)
+        self.seen.add(self.turn * 10)
+        values = [c.value for c in self.cells]
+        text = f"{values} {list(self.queue)} {self.counts[action]} {self.by_key[(1, 'x')]} {sorted(self.seen)} {self.half}"
+        return text, 0.0, self.turn >= 3, False, {}
+        """,
+    )
+    with open_env(source, config=config) as env:
+        env.reset(seed=5)
+        assert env.snapshot("5")
+        kept = play(env, ["a", "b", "a"])
+        assert env.restore("5") and play(env, ["a", "b", "a"]) == kept
+        assert env.reset(seed=5) and play(env, ["a", "b", "a"]) == kept

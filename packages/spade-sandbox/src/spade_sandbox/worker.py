@@ -108,7 +108,7 @@ _HOOKS = frozenset(
 )
 _SHARED = frozenset(
     {int, float, complex, bool, str, bytes, type(None), range, type(Ellipsis), type,
-     types.FunctionType, types.BuiltinFunctionType, types.ModuleType}
+     types.ModuleType}
 )  # fmt: skip
 _MAX_COPIED = 50_000
 _MAX_SNAPSHOTS = 8
@@ -126,6 +126,16 @@ def _plain_class(cls: type) -> bool:
         if "__dict__" in attrs and type(attrs["__dict__"]) is not _GETSET:
             return False
     return True
+
+
+def _stateless_function(fn: Any) -> bool:
+    """Whether sharing ``fn`` between copies keeps no state alive: no closure cells, no
+    mutable default, not a builtin bound to an object (``rng.choice``)."""
+    if type(fn) is types.BuiltinFunctionType:
+        owner = fn.__self__
+        return owner is None or type(owner) is types.ModuleType
+    defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+    return not fn.__closure__ and all(_hashable_value(d) for d in defaults)
 
 
 def _hashable_value(key: object) -> bool:
@@ -155,12 +165,21 @@ class _StateCopier:
             ("collections", "Counter"),
         )
         self.deque = _loaded_types(("collections", "deque"))
+        self.caches = _loaded_types(("functools", "_lru_cache_wrapper"))
         self.random = _loaded_types(("random", "Random"))
 
     def copy(self, obj: Any) -> Any:
         kind = type(obj)
         if kind in self.shared:
             return obj
+        if kind is types.FunctionType or kind is types.BuiltinFunctionType:
+            if not _stateless_function(obj):
+                raise _Uncopyable("a function with state of its own")
+            return obj  # shared, as deepcopy shares functions
+        if issubclass(kind, type):
+            return obj  # a class, shared as deepcopy does (its data is a _Snapshot's to keep)
+        if kind in self.caches and _stateless_function(obj.__wrapped__):
+            return obj  # a module's functools.cache: a real reset keeps it too
         found = self.memo.get(id(obj), _MISSING)
         if found is not _MISSING:
             return found
