@@ -255,7 +255,7 @@ class _Snapshot:
         fields: dict,
         module_vars: dict,
         class_vars: dict[type, dict],
-        random_state: object,
+        random_state: tuple[Any, Any],
     ) -> None:
         self.fields, self.module_vars, self.class_vars = fields, module_vars, class_vars
         self.random_state = random_state
@@ -317,7 +317,7 @@ class _Snapshot:
         _set_random_state(self.random_state)
 
 
-def _random_state() -> object:
+def _random_state() -> tuple[Any, Any]:
     """The state of the ``random`` module's (and numpy's legacy) global generator, if loaded."""
     rnd, np_random = sys.modules.get("random"), sys.modules.get("numpy.random")
     return (
@@ -326,8 +326,8 @@ def _random_state() -> object:
     )
 
 
-def _set_random_state(state: object) -> None:
-    python_state, numpy_state = state  # type: ignore[misc]
+def _set_random_state(state: tuple[Any, Any]) -> None:
+    python_state, numpy_state = state
     if python_state is not None:
         sys.modules["random"].setstate(python_state)
     if numpy_state is not None:
