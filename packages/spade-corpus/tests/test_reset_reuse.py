@@ -1,6 +1,7 @@
-"""Reset reuse (the default) changes no report: the 60 example games, every bad_envs fixture
-and every red-team source get the same reports with ``reuse_resets`` on and off (timings
-aside), and with it on the probes really do start from copies of the reset state."""
+"""Reset reuse (the default) changes no report: the 60 example games, the 30 tool-use
+environments, every bad_envs fixture and every red-team source get the same reports with
+``reuse_resets`` on and off (timings aside), and with it on the probes really do start from
+copies of the reset state."""
 
 from __future__ import annotations
 
@@ -77,6 +78,13 @@ def same_both_ways(items, pool, restores) -> dict[str, dict]:
 def test_the_example_games_get_the_same_reports(pool, restores):
     items = corpus_items(se.load_corpus("example"))
     assert len(items) == 60
+    on = same_both_ways(items, pool, restores)
+    assert all(row["valid"] for row in on.values())
+
+
+def test_the_tool_use_environments_get_the_same_reports(pool, restores):
+    items = corpus_items(se.load_corpus("tool_use"))
+    assert len(items) == 30
     on = same_both_ways(items, pool, restores)
     assert all(row["valid"] for row in on.values())
 
