@@ -94,7 +94,7 @@ def _heap_padding() -> list[object]:
 
 
 class _Uncopyable(Exception):
-    """The environment's state holds something :func:`_copy_state` does not copy safely."""
+    """The environment's state holds something :class:`_StateCopier` does not copy safely."""
 
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
