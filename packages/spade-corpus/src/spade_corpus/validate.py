@@ -221,13 +221,16 @@ def _run_checks(
     config: Any,
     pool: Any,
     tool_checks: dict[str, Any] | None = None,
+    reuse_resets: bool = True,
 ) -> se.CheckReport:
     """The runtime stage; with ``tool_checks`` (a dict to fill) the tool-use checks run too."""
     factory = se.load_env(
         source, class_name, sandbox=True, sandbox_config=config, sandbox_pool=pool
     )
     try:
-        report = se.check_env(factory, seeds=seeds, max_turns=max_turns, hint=hint)
+        report = se.check_env(
+            factory, seeds=seeds, max_turns=max_turns, hint=hint, reuse_resets=reuse_resets
+        )
         _check_close(source, class_name, max_turns, config, pool)
         if tool_checks is not None:
             tool_checks.update(
@@ -256,6 +259,7 @@ def validate_source(
     seeds: Sequence[int] = DEFAULT_SEEDS,
     max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES,
     mode: str = "strict",
+    reuse_resets: bool = True,
 ) -> ValidationReport:
     """Validate one environment's ``source`` with its privileged ``hint``; never raises for it.
 
@@ -265,6 +269,9 @@ def validate_source(
     ``skill``: the skill it was made for (checked against a literal ``skill`` class attribute).
     ``pool``: a warm ``SandboxPool`` to run in (its config is used); otherwise each environment
     opens a fresh sandboxed worker with ``config`` (default ``SandboxConfig.from_env()``).
+    ``reuse_resets``: as ``spade_envs.check_env`` (probes start from a copy of a seed's reset
+    state in the worker; the same report, 1.3-1.5x faster on the example corpus); False resets
+    for real every time.
     """
     if pool is not None and config is not None and config != pool.config:
         raise ValueError("pass either a pool or a config, not a pool with a different config")
@@ -319,7 +326,15 @@ def validate_source(
     tool_checks: dict[str, Any] | None = {} if tool_use else None
     try:
         result = _run_checks(
-            source, hint, checks["class_name"], max_turns, seeds, config, pool, tool_checks
+            source,
+            hint,
+            checks["class_name"],
+            max_turns,
+            seeds,
+            config,
+            pool,
+            tool_checks,
+            reuse_resets,
         )
     except _RuntimeFailure as exc:
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
@@ -352,7 +367,11 @@ def validate_source(
 
 
 def _validate_item(
-    item: ValidationItem, pool: ss.SandboxPool, seeds: Sequence[int], mode: str = "strict"
+    item: ValidationItem,
+    pool: ss.SandboxPool,
+    seeds: Sequence[int],
+    mode: str = "strict",
+    reuse_resets: bool = True,
 ) -> ValidationReport:
     """validate_source for one batch item; whatever goes wrong is that item's report, so one
     item (a bad skill name, a validator bug) never aborts the batch."""
@@ -367,6 +386,7 @@ def _validate_item(
             env_id=item.env_id,
             seeds=seeds,
             mode=mode,
+            reuse_resets=reuse_resets,
         )
     except Exception as exc:
         message = _one_line(f"the validator failed: {type(exc).__name__}: {exc}")
@@ -391,11 +411,13 @@ def validate_many(
     pool: ss.SandboxPool | None = None,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     mode: str = "strict",
+    reuse_resets: bool = True,
 ) -> list[ValidationReport]:
     """Validate ``items`` ``workers`` at a time over one warm ``SandboxPool``; reports in input order.
 
     Without ``pool`` a pool of ``workers`` warm workers is opened for the call and closed after.
-    ``mode``: as :func:`validate_source` (a compat pool is opened with numpy allowed).
+    ``mode``, ``reuse_resets``: as :func:`validate_source` (a compat pool is opened with numpy
+    allowed).
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
@@ -412,7 +434,10 @@ def validate_many(
             ) as executor,
             tqdm(total=len(items), desc="validating", unit="env", disable=not progress) as bar,
         ):
-            futures = [executor.submit(_validate_item, item, pool, seeds, mode) for item in items]
+            futures = [
+                executor.submit(_validate_item, item, pool, seeds, mode, reuse_resets)
+                for item in items
+            ]
             for _done in as_completed(futures):
                 bar.update(1)
             return [future.result() for future in futures]

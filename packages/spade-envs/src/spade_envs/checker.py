@@ -251,6 +251,7 @@ def check_env(
     hint: str | None = None,
     check_solution: bool = True,
     max_observation_chars: int = MAX_OBSERVATION_CHARS,
+    reuse_resets: bool = True,
 ) -> CheckReport:
     """Check that ``factory`` builds environments that follow the contract.
 
@@ -260,6 +261,12 @@ def check_env(
     answer; ``solution()`` wins. Then across seeds: seeds matter, the answer is not printed,
     a second instance plays alike, the reward depends on the action and no probe wins on most
     seeds. Raises ContractError with the first failing check's reason code.
+
+    ``reuse_resets``: a sandboxed environment (``load_env(..., sandbox=True)``) keeps the state
+    of each seed's first reset in its worker and the probes that only need that state again
+    start from a copy of it (three real resets per seed instead of eleven; the report is the
+    same either way, and an environment whose state cannot be copied is reset for real).
+    ``False`` resets for real every time.
     """
     seeds = tuple(seeds)
     if not seeds:
@@ -279,6 +286,7 @@ def check_env(
     from .checks import CHECKS, _Run, _Seed  # the checks build on this module's primitives
 
     run = _Run(factory, env, max_turns, max_observation_chars, kwargs, hint, check_solution)
+    run.reuse_resets = reuse_resets
     try:
         for seed in seeds:
             played = _Seed(seed)

@@ -54,23 +54,67 @@ class _Run:
     tally: ProbeTally = field(default_factory=ProbeTally)
     steps: int = 0
     hint_won: int | None = None
+    reuse_resets: bool = False
+    kept: dict[str, str] = field(default_factory=dict)
+    """Key -> observation, for the resets whose state the environment keeps."""
+
+
+def _real_reset(run: _Run, seed: int, key: str) -> str:
+    """A real reset whose state, with ``reuse_resets``, a sandboxed environment keeps under
+    ``key``."""
+    first = _reset(run.env, seed, run.max_chars)
+    keep = getattr(run.env, "_keep_reset", None) if run.reuse_resets else None
+    if keep is not None and keep(key):
+        run.kept[key] = first
+    return first
+
+
+def _reset_again(run: _Run, seed: int, key: str) -> str:
+    """The seed's reset once more: a copy of the state kept under ``key`` when there is one
+    (the same state, for a fraction of the time), else a real reset.
+
+    Three resets per seed stay real (``check_reset``'s, the last probe's, after the other
+    probes' episodes, and the one before ``solution()``'s second call) and every comparison
+    of two resets of one seed has a real one on a side, so a reset that draws outside the
+    seed, or state carried over from earlier episodes or calls, still shows."""
+    if key in run.kept and run.env._reset_from_kept(key):  # type: ignore[attr-defined]
+        return run.kept[key]
+    return _reset(run.env, seed, run.max_chars)
+
+
+def _first(seed: int) -> str:
+    return f"{seed}"
+
+
+def _last(seed: int) -> str:
+    return f"{seed}/last-probe"
+
+
+def _play_again(run: _Run, seed: int, actions: list[str]) -> tuple[str, Transcript]:
+    """:func:`play_actions` from a copy of the seed's first reset."""
+    first = _reset_again(run, seed, _first(seed))
+    return first, _play_on(run.env, seed, actions, run.max_turns, run.max_chars)
 
 
 def check_reset(run: _Run, s: _Seed) -> None:
     """Reset returns (str, dict) of the right size and characters (the probes repeat it)."""
-    s.first = _reset(run.env, s.seed, run.max_chars)
+    s.first = _real_reset(run, s.seed, _first(s.seed))
 
 
 def check_probe_episodes(run: _Run, s: _Seed) -> None:
     """Every probe episode ends within max_turns and every reset of the seed looks the same."""
-    for index, (name, actions) in enumerate(probe_battery(s.first, s.seed)):
+    battery = probe_battery(s.first, s.seed)
+    for index, (name, actions) in enumerate(battery):
         if index == 0:  # the first probe plays on from check_reset's reset
             again, transcript = (
                 s.first,
                 _play_on(run.env, s.seed, actions, run.max_turns, run.max_chars),
             )
+        elif index == len(battery) - 1:  # a real reset, after the others' episodes
+            again = _real_reset(run, s.seed, _last(s.seed))
+            transcript = _play_on(run.env, s.seed, actions, run.max_turns, run.max_chars)
         else:
-            again, transcript = play_actions(run.env, s.seed, actions, run.max_turns, run.max_chars)
+            again, transcript = _play_again(run, s.seed, actions)
         if again != s.first:
             raise _fail(
                 "nondeterministic",
@@ -90,7 +134,7 @@ def check_replay(run: _Run, s: _Seed) -> None:
     """The same seed and actions give the same transcript again in the same instance."""
     name, transcript, _ = s.probes[-1]
     actions = dict(probe_battery(s.first, s.seed))[name]
-    _, again = play_actions(run.env, s.seed, actions, run.max_turns, run.max_chars)
+    _, again = _play_again(run, s.seed, actions)
     if again != transcript:
         raise _fail(
             "nondeterministic",
@@ -109,7 +153,7 @@ def check_hint(run: _Run, s: _Seed) -> None:
                 "hint_leaked",
                 f"seed={s.seed}: the hint text appears in an observation; the hint must be privileged",
             )
-    _, hinted = play_actions(run.env, s.seed, [run.hint], run.max_turns, run.max_chars)
+    _, hinted = _play_again(run, s.seed, [run.hint])
     if _won(hinted) and run.hint_won is None:
         run.hint_won = s.seed  # reported by check_hint_not_answer, after reward_uses_action
 
@@ -128,7 +172,7 @@ def check_solution(run: _Run, s: _Seed) -> None:
     if not run.check_solution:
         return
     env, seed = run.env, s.seed
-    _reset(env, seed, run.max_chars)
+    _reset_again(run, seed, _last(seed))  # a copy of the last probe's real reset
     try:
         text = env.solution()
     except Exception as exc:
@@ -142,13 +186,14 @@ def check_solution(run: _Run, s: _Seed) -> None:
             "solution_type",
             f"solution() after reset(seed={seed}) returned {text!r}; return the winning actions, one per line",
         )
+    # A real reset: what the first call left behind and reset keeps shows in the second.
     _reset(env, seed, run.max_chars)
     if env.solution() != text:
         raise _fail(
             "nondeterministic",
             f"solution() after reset(seed={seed}) differs between two resets; draw randomness only from random.Random(seed)",
         )
-    _, played = play_actions(env, seed, solution_actions(text), run.max_turns, run.max_chars)
+    _, played = _play_again(run, seed, solution_actions(text))
     if not _won(played) or len(played) > len(solution_actions(text)):
         # Two equal solutions can be luck in an unseeded game: a failed play is the game's
         # nondeterminism when more resets of the same seed disagree about the solution.

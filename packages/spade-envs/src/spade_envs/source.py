@@ -87,6 +87,14 @@ class _SandboxedEnvironment:
     def solution(self) -> str:
         return self._handle.call("solution")
 
+    def _keep_reset(self, key: str) -> bool:
+        """Ask the worker to keep the state the last reset left under ``key`` (check_env)."""
+        return bool(self._handle.snapshot(key))
+
+    def _reset_from_kept(self, key: str) -> bool:
+        """Start an episode from a copy of the kept state; False when none is kept."""
+        return bool(self._handle.restore(key))
+
     def close(self) -> None:
         self._handle.close()  # the handle also closes itself when dropped
 

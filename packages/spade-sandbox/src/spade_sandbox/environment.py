@@ -79,7 +79,8 @@ class SandboxedEnv:
     """An environment running in its own sandboxed worker; use it like the environment itself.
 
     `reset(seed)` -> (observation, info); `step(action)` -> (observation, reward, terminated,
-    truncated, info); `call(name, *args)` calls another public method with JSON arguments.
+    truncated, info); `call(name, *args)` calls another public method with JSON arguments;
+    `snapshot(key)` / `restore(key)` start an episode again from a copy of a reset's state.
     Per-call wall time is `Limits.call_wall_s`; an episode (from `reset`) may take
     `Limits.max_steps` steps and spend `Limits.episode_wall_s` seconds in its own calls (time
     between calls, the agent's, does not count). After a fatal error the
@@ -283,6 +284,54 @@ class SandboxedEnv:
                 str(exc)
             ) from None
         return obs, reward, terminated, truncated, info
+
+    def snapshot(self, key: str) -> bool:
+        """Keep, in the worker, a copy of the state the last `reset` left, under `key`.
+
+        For callers that reset the same seed many times (the contract checker): `restore(key)`
+        then starts an episode from a copy instead of running `reset` again. Only plain data is
+        copied (builtin and `collections` containers, `random.Random`, instances of classes
+        without copy or attribute hooks; with the module's globals, its classes' data and the
+        `random` module's state) and none of the environment's code runs while copying. False
+        when the state holds anything else: then keep calling `reset`."""
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a str, got {type(key).__name__}")
+        if self._episode_started is None or self._steps:
+            raise ValueError("snapshot() keeps the state right after reset(); call reset() first")
+        limits = self.config.limits
+        value = self._request(
+            {"op": "snapshot", "key": key}, limits.call_wall_s, limits.max_output_bytes
+        )
+        return value is True
+
+    def restore(self, key: str) -> bool:
+        """Start an episode from a fresh copy of the state kept by `snapshot(key)`, as `reset`
+        would (same budget, counts as an episode). False, with nothing changed, when this
+        worker keeps no such state (a new worker after a failure or a recycle): call `reset`."""
+        if not isinstance(key, str):
+            raise TypeError(f"key must be a str, got {type(key).__name__}")
+        if self._closed:
+            raise ValueError("this environment is closed; open a new one")
+        recycle = self.config.recycle_after_episodes
+        if (
+            self._worker is None
+            or not self._worker.alive
+            or (recycle and self._episodes_on_worker >= recycle)
+        ):
+            return False
+        limits = self.config.limits
+        started = time.monotonic()
+        value = self._request(
+            {"op": "restore", "key": key}, limits.call_wall_s, limits.max_output_bytes
+        )
+        if value is not True:
+            return False
+        self._episode_started = time.monotonic()
+        self._episode_used = self._episode_started - started
+        self._steps = 0
+        self._episodes_on_worker += 1
+        self.episodes += 1
+        return True
 
     def call(self, method: str, *args: object) -> object:
         """Call the environment's public method `method` with JSON arguments; JSON result."""
