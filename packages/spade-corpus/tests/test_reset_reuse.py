@@ -82,6 +82,13 @@ def test_the_example_games_get_the_same_reports(pool, restores):
     assert all(row["valid"] for row in on.values())
 
 
+def test_the_starter_games_get_the_same_reports(pool, restores):
+    items = corpus_items(se.load_corpus("starter"))
+    assert len(items) == 18
+    on = same_both_ways(items, pool, restores)
+    assert all(row["valid"] for row in on.values())
+
+
 def test_the_tool_use_environments_get_the_same_reports(pool, restores):
     items = corpus_items(se.load_corpus("tool_use"))
     assert len(items) == 30
