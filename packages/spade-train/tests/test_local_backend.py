@@ -122,6 +122,28 @@ def test_zero_advantage_samples_are_skipped_with_the_same_gradient_and_step():
         assert torch.allclose(p, q, atol=1e-6)
 
 
+def test_a_token_budget_cuts_micro_batches_without_changing_the_step():
+    a = make_backend("local", model="tiny:qwen3", lr=1e-2, micro_batch_size=4, seed=3)
+    b = make_backend("local", model="tiny:qwen3", lr=1e-2, micro_batch_size=4, seed=3,
+                     micro_batch_tokens=1)  # fmt: skip
+    gens = a.generate(CHATS, SamplingParams(max_new_tokens=6, seed=3))
+    batch = samples_of(gens, advantage=0.7)
+    assert [len(p) for p in a._micro_batches(batch)] == [len(batch)]
+    assert [len(p) for p in b._micro_batches(batch)] == [1] * len(batch)  # each row alone
+    widths = sorted(len(s.input_ids) for s in batch)
+    b.micro_batch_tokens = 2 * widths[-1]
+    assert [len(p) for p in b._micro_batches(sorted(batch, key=lambda s: len(s.input_ids)))] == (
+        [2, 1] if len(batch) == 3 else [2] * (len(batch) // 2)
+    )
+    b.micro_batch_tokens = 1
+    ma, mb = a.train_step(batch), b.train_step(batch)
+    assert abs(ma["loss"] - mb["loss"]) < 1e-6 and ma["tokens"] == mb["tokens"]
+    # the same gradient (summation order aside); Adam's step on near-zero gradients can
+    # amplify float noise, so the parameters are not compared
+    for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True):
+        assert torch.allclose(p.grad, q.grad, atol=1e-6)
+
+
 def test_save_and_load_resume_exactly(tmp_path):
     def run(b, steps, batch):
         return [b.train_step(batch)["loss"] for _ in range(steps)]

@@ -40,6 +40,7 @@ class LocalBackend:
         betas: Sequence[float] = (0.9, 0.999),
         grad_clip: float = 1.0,
         micro_batch_size: int = 4,
+        micro_batch_tokens: int | None = None,
         clip_eps: float = 0.2,
         clip_eps_high: float | None = None,
         kl_coef: float = 0.0,
@@ -84,6 +85,7 @@ class LocalBackend:
         )
         self.grad_clip = grad_clip
         self.micro_batch_size = max(1, micro_batch_size)
+        self.micro_batch_tokens = micro_batch_tokens
         self.clip_eps, self.clip_eps_high = clip_eps, clip_eps_high
         self.kl_coef, self.entropy_coef = kl_coef, entropy_coef
         self.max_seq_len = max_seq_len
@@ -205,6 +207,24 @@ class LocalBackend:
         adv = torch.tensor([s.advantage for s in samples], dtype=torch.float)
         return [t.to(self.device) for t in (ids, attention, mask, old, adv)]
 
+    def _micro_batches(self, samples: Sequence[TrainSample]) -> list[list[TrainSample]]:
+        """Consecutive runs of ``samples`` (sorted by length) of at most ``micro_batch_size``
+        rows and, when ``micro_batch_tokens`` is set, at most that many padded tokens (a row
+        longer than the budget goes alone)."""
+        parts: list[list[TrainSample]] = []
+        part: list[TrainSample] = []
+        for s in samples:
+            width = min(len(s.input_ids), self.max_seq_len)
+            longest = max([width] + [min(len(x.input_ids), self.max_seq_len) for x in part])
+            over = self.micro_batch_tokens is not None and (len(part) + 1) * longest > (
+                self.micro_batch_tokens
+            )
+            if part and (len(part) >= self.micro_batch_size or over):
+                parts.append(part)
+                part = []
+            part.append(s)
+        return parts + [part] if part else parts
+
     def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:
         if not samples:
             raise BackendError("train_step got no samples; the cycle produced nothing to train on")
@@ -225,8 +245,7 @@ class LocalBackend:
         trained_tokens = max(
             1.0, float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in trained))
         )
-        for start in range(0, len(trained), self.micro_batch_size):
-            part = trained[start : start + self.micro_batch_size]
+        for part in self._micro_batches(trained):
             ids, attention, mask, old, adv = self._batch(part)
             logp, entropy = token_logprobs(self.model, ids, attention)
             ref = None
