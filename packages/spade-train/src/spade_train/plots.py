@@ -86,7 +86,7 @@ def _summary(rows: Sequence[dict[str, Any]], path: Path) -> None:
           "return with hint − without")  # fmt: skip
     _draw(axes[1][1], rows,
           [("adv/agent_std", "agent"), ("adv/designer_std", "designer")],
-          "Advantage spread", "std before normalization")  # fmt: skip
+          "Advantage spread", "std of the normalized advantages (0: no signal)")  # fmt: skip
     fig.tight_layout()
     _save(fig, path)
 
