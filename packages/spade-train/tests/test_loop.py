@@ -21,7 +21,6 @@ import spade_envs as se
 import torch
 from spade_train.backends.local import LocalBackend
 from spade_train.config import load_recipe
-from spade_train.core import design as dz
 from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP
 from spade_train.loop import resume_run, start_run
 from spade_train.loss import token_logprobs

@@ -37,7 +37,7 @@ def test_renamed_copies_are_caught_and_new_games_are_not() -> None:
     renamed = source.replace("SumTriesEnv", "AddEnv").replace("(2, 9)", "(1, 20)")
     renamed = re.sub(r"Too (low|high)", r"Wrong, \1", renamed)
     exact = source.replace("import re\n", "import re  # same\n")
-    new = '''import random
+    new = """import random
 
 
 class ColourMixEnv:
@@ -63,7 +63,7 @@ class ColourMixEnv:
 
     def solution(self):
         return "\\\\boxed{" + self.target + "}"
-'''
+"""
     copies = copies_of_references([("a", renamed), ("b", exact), ("c", new), ("d", new + "\n")])
     assert copies["a"].startswith("ref:starter/") and copies["b"].startswith("ref:starter/")
     assert "c" not in copies and "d" not in copies  # like each other, but like no reference

@@ -144,7 +144,9 @@ def copies_of_references(designs: Sequence[tuple[str, str]]) -> dict[str, str]:
         changed = False
         for cluster in report.clusters:
             source = next((copied[i] for i in cluster.ids if i in copied), None)
-            for i in cluster.ids if source is not None else ():
+            if source is None:
+                continue
+            for i in cluster.ids:
                 if i not in copied:
                     copied[i], changed = source, True
     return {i: ref for i, ref in copied.items() if i in ids}

@@ -31,8 +31,8 @@ import spade_envs as se
 import spade_sandbox as ss
 
 from spade_train.config import RunConfig
-from spade_train.core import design as dz
 from spade_train.core import judges
+from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP, close_reply
 from spade_train.seeds import derive_seed
 from spade_train.steps import design as s_design
 from spade_train.steps.records import Design, Episode, PlayedEnv
@@ -197,15 +197,13 @@ def _generate(
 ) -> tuple[list[str], list[Any], float]:
     """Designer replies for ``convs`` with the design step's sampling; the round's seconds."""
     params = cfg.designer.sampling.to_params(seed)
-    prefill = ""
-    if cfg.designer.scaffold and convs and convs[0][-1].get("role") == "assistant":
-        params, prefill = (
-            replace(params, stop=dz.SCAFFOLD_STOP),
-            dz.SCAFFOLD_PREFILL,
-        )
+    scaffolded = bool(cfg.designer.scaffold and convs and convs[0][-1].get("role") == "assistant")
+    if scaffolded:
+        params = replace(params, stop=SCAFFOLD_STOP)
     t = time.perf_counter()
     gens = backend.generate(convs, params)
-    return [prefill + g.text for g in gens], list(gens), time.perf_counter() - t
+    texts = [SCAFFOLD_PREFILL + close_reply(g.text) if scaffolded else g.text for g in gens]
+    return texts, list(gens), time.perf_counter() - t
 
 
 def _validate_new(ctx: _Round, new: list[Design], slow: bool) -> None:
