@@ -62,6 +62,10 @@ class BackendConfig(_Strict):
     weight_decay: float = Field(0.0, ge=0.0)
     grad_clip: float = Field(1.0, ge=0.0)
     micro_batch_size: int = Field(4, ge=1)
+    micro_batch_tokens: int | None = Field(None, ge=1)
+    """Also cut a micro-batch before its rows times its longest row would pass this many
+    tokens (same gradient, bounded peak memory; the local backend honours it). None:
+    ``micro_batch_size`` rows."""
     clip_eps: float = Field(0.2, gt=0.0)
     clip_eps_high: float | None = None
     kl_coef: float = Field(0.0, ge=0.0)

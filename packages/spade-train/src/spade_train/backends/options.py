@@ -27,6 +27,7 @@ ALL_COMMON = frozenset(
         "weight_decay",
         "grad_clip",
         "micro_batch_size",
+        "micro_batch_tokens",
         "clip_eps",
         "clip_eps_high",
         "kl_coef",
@@ -68,10 +69,6 @@ class LocalOptions(BackendOptions):
     """PyTorch + transformers in this process (the embedded default)."""
 
     betas: tuple[float, float] = (0.9, 0.999)
-    micro_batch_tokens: int | None = Field(None, ge=1)
-    """Also cut a micro-batch before its rows times its longest row would pass this many
-    tokens (a long designer reply trains alone; the gradient is the same, the peak memory of
-    the forward and backward pass is bounded). None: ``micro_batch_size`` rows."""
 
     def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
         model = str(common.get("model", ""))
