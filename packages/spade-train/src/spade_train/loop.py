@@ -166,15 +166,14 @@ class SelfPlay:
 
     def _corpus_path(self) -> Path:
         name = self.cfg.fixed.corpus
-        if name == "example":
-            if self.cfg.setting == "tool-use":
-                return Path(se.tool_use_corpus_path())
-            return Path(se.example_corpus_path())
-        if name in ("starter", "tool_use") and not Path(name).exists():
-            return Path(se.resolve_corpus_path(name))
-        if "${" in name or not Path(name).exists():
+        if name == "example" and self.cfg.setting == "tool-use":
+            return Path(se.tool_use_corpus_path())
+        if "${" in name:
             raise FileNotFoundError(corpus_missing(name))
-        return Path(name)
+        try:  # a shipped corpus's name (example, starter, tool_use) or a path
+            return Path(se.resolve_corpus_path(name))
+        except se.CorpusError as exc:
+            raise FileNotFoundError(corpus_missing(name)) from exc
 
     # -- the run ----------------------------------------------------------------------------
     def train(self) -> list[dict[str, Any]]:

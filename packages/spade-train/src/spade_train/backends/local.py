@@ -213,16 +213,16 @@ class LocalBackend:
         longer than the budget goes alone)."""
         parts: list[list[TrainSample]] = []
         part: list[TrainSample] = []
+        longest = 0  # the widest row of ``part``
         for s in samples:
             width = min(len(s.input_ids), self.max_seq_len)
-            longest = max([width] + [min(len(x.input_ids), self.max_seq_len) for x in part])
-            over = self.micro_batch_tokens is not None and (len(part) + 1) * longest > (
-                self.micro_batch_tokens
-            )
+            budget = self.micro_batch_tokens
+            over = budget is not None and (len(part) + 1) * max(longest, width) > budget
             if part and (len(part) >= self.micro_batch_size or over):
                 parts.append(part)
-                part = []
+                part, longest = [], 0
             part.append(s)
+            longest = max(longest, width)
         return parts + [part] if part else parts
 
     def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:

@@ -124,9 +124,8 @@ def reference_sources() -> tuple[tuple[str, str], ...]:
     """``(id, source)`` of every game a design must not copy: the starter and example corpora
     (all splits) and the fallback example."""
     refs = [("ref:fallback", fallback_example("Math")[0])]
-    for path in (se.starter_corpus_path(), se.example_corpus_path()):
-        corpus = se.load_corpus(path)
-        refs += [(f"ref:{path.name}/{r.id}", corpus.source(r.id)) for r in corpus.records]
+    for name, corpus in (("starter", _starter()), ("example", se.load_corpus("example"))):
+        refs += [(f"ref:{name}/{r.id}", corpus.source(r.id)) for r in corpus.records]
     return tuple(refs)
 
 
