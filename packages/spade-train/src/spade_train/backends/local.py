@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from spade_train.backends.render import render_prompt
+from spade_train.backends.threads import ThreadGovernor
 from spade_train.errors import BackendError
 from spade_train.loss import policy_loss, token_logprobs
 from spade_train.models import load_policy
@@ -52,6 +53,7 @@ class LocalBackend:
         gradient_checkpointing: bool = False,
         tis_clip: float | None = None,
         tis_clip_low: float = 0.0,
+        threads: int | str = "auto",
         **unknown: Any,
     ):
         if unknown:
@@ -59,6 +61,10 @@ class LocalBackend:
                 f"local backend: unknown option(s) {', '.join(sorted(unknown))}; "
                 "remove them from backend.options"
             )
+        try:
+            self.governor = ThreadGovernor(threads)
+        except ValueError as e:
+            raise BackendError(str(e)) from None
         torch.manual_seed(seed)
         self.spec = model
         self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
@@ -123,6 +129,7 @@ class LocalBackend:
             prompts.append(ids)
         if params.seed is not None:
             torch.manual_seed(params.seed)
+        self.governor.apply()
         self.model.eval()
         out: list[Generation] = []
         for start in range(0, len(prompts), self.gen_batch_size):
@@ -152,8 +159,16 @@ class LocalBackend:
         result = self.model.generate(
             input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs
         )
-        sequences = result.sequences[:, width:].cpu()
-        logps = torch.stack([torch.log_softmax(x.float(), -1) for x in result.logits], 1).cpu()
+        sequences = result.sequences[:, width:]
+        # each step's log-prob of the token it chose, not the whole (rows x steps x vocab) table
+        logps = torch.stack(
+            [
+                torch.log_softmax(x.float(), -1).gather(1, sequences[:, k : k + 1]).squeeze(1)
+                for k, x in enumerate(result.logits)
+            ],
+            1,
+        ).cpu()
+        sequences = sequences.cpu()
         generations = []
         for row, ids in enumerate(prompts):
             tokens = sequences[row].tolist()
@@ -178,7 +193,7 @@ class LocalBackend:
                     end, finish = lo, "stop"
             completion = tokens[:end]
             text = self._decode(completion)
-            lp = [float(logps[row, k, t]) for k, t in enumerate(completion)]
+            lp = logps[row, : len(completion)].tolist()
             generations.append(Generation(text, list(ids), completion, lp, finish))
         return generations
 
@@ -229,6 +244,7 @@ class LocalBackend:
         if not samples:
             raise BackendError("train_step got no samples; the cycle produced nothing to train on")
         started = time.perf_counter()
+        threads = self.governor.apply()
         self.model.train()
         total_tokens = float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in samples))
         normalizer = max(1.0, total_tokens)
@@ -288,6 +304,7 @@ class LocalBackend:
             "step_time_s": time.perf_counter() - started,
             "truncated_prompts": float(self.truncated_prompts),
             "trained_samples": float(len(trained)),
+            "threads": float(threads),
         }
         for role in ("agent", "designer"):
             mine = [s for s in samples if s.role == role]

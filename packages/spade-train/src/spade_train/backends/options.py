@@ -69,6 +69,9 @@ class LocalOptions(BackendOptions):
     """PyTorch + transformers in this process (the embedded default)."""
 
     betas: tuple[float, float] = (0.9, 0.999)
+    threads: int | Literal["auto"] = "auto"
+    """torch's CPU threads: ``auto`` gives it the CPUs other processes leave free, re-judged
+    before every generation and train step (oversubscribed OpenMP threads cost 5-7x)."""
 
     def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
         model = str(common.get("model", ""))
