@@ -57,7 +57,11 @@ def small(recipe="quickstart", *extra):
 
 def without_times(rows):
     return [
-        {k: v for k, v in r.items() if not k.startswith("time/") and "time_s" not in k}
+        {
+            k: v
+            for k, v in r.items()
+            if not k.startswith("time/") and "time_s" not in k and "/sys/" not in k
+        }
         for r in rows
     ]
 

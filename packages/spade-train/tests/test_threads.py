@@ -31,13 +31,13 @@ def test_bad_setting_is_a_one_line_error(bad):
 
 def test_omp_num_threads_in_the_environment_fixes_the_count(monkeypatch, restore_threads):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    torch.set_num_threads(1)
     governor = ThreadGovernor("auto")
-    assert governor.fixed == 1 and governor.apply() == 1
+    assert governor.fixed == 1 and governor.apply() == 1 and torch.get_num_threads() == 1
 
 
 @pytest.mark.skipif(ThreadGovernor().cpus < 2, reason="needs at least 2 CPUs to give one up")
-def test_auto_leaves_a_cpu_to_a_busy_process(restore_threads):
+def test_auto_leaves_a_cpu_to_a_busy_process(restore_threads, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     governor = ThreadGovernor("auto")
     spinners = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -56,7 +56,8 @@ def test_auto_leaves_a_cpu_to_a_busy_process(restore_threads):
     assert torch.get_num_threads() == threads
 
 
-def test_a_call_soon_after_the_last_keeps_the_decision(restore_threads):
+def test_a_call_soon_after_the_last_keeps_the_decision(restore_threads, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     governor = ThreadGovernor("auto")
     first = governor.apply()
     assert governor.others_busy() is None  # under the 0.25 s window: not judged

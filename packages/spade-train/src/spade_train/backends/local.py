@@ -19,13 +19,19 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+from transformers import DynamicCache
+from transformers.generation.utils import GenerateDecoderOnlyOutput
 
+from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
 from spade_train.backends.render import render_prompt
 from spade_train.backends.threads import ThreadGovernor
 from spade_train.errors import BackendError
 from spade_train.loss import policy_loss, token_logprobs
 from spade_train.models import load_policy
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
+
+# transformers 5 renamed generate's ``past_key_values`` (argument and output field) ``cache``
+_CACHE = "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
 
 
 class LocalBackend:
@@ -54,6 +60,7 @@ class LocalBackend:
         tis_clip: float | None = None,
         tis_clip_low: float = 0.0,
         threads: int | str = "auto",
+        reuse_kv: bool = True,
         **unknown: Any,
     ):
         if unknown:
@@ -99,6 +106,8 @@ class LocalBackend:
         self.steps = 0
         self.truncated_prompts = 0
         self.eos_id = self.tokenizer.eos_token_id
+        self.prefixes = PrefixStore() if reuse_kv else None
+        self.prompt_tokens = {"reused": 0, "new": 0, "fed": 0}
         self.pad_id = self.tokenizer.pad_token_id
 
     # -- generation -------------------------------------------------------------------------
@@ -137,12 +146,11 @@ class LocalBackend:
         return out
 
     def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        width = max(len(p) for p in prompts)
-        input_ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros_like(input_ids)
-        for row, ids in enumerate(prompts):
-            input_ids[row, width - len(ids) :] = torch.tensor(ids)
-            attention[row, width - len(ids) :] = 1
+        hits: list[Hit | None] = [None] * len(prompts)
+        if self.prefixes is not None:
+            hits = [self.prefixes.take(p) for p in prompts]
+        input_ids, attention, reused_width = layout(prompts, hits, self.pad_id)
+        width = input_ids.shape[1]
         sampling = params.temperature > 0
         kwargs: dict[str, Any] = {
             "max_new_tokens": params.max_new_tokens,
@@ -156,9 +164,14 @@ class LocalBackend:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        if reused_width:
+            like = next(h for h in hits if h is not None).kv
+            kv = batch_cache(hits, reused_width, like)
+            kwargs[_CACHE] = DynamicCache(kv, config=self.model.config)
         result = self.model.generate(
             input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs
         )
+        self._count_prompt_tokens(prompts, hits, width - reused_width)
         sequences = result.sequences[:, width:]
         # each step's log-prob of the token it chose, not the whole (rows x steps x vocab) table
         logps = torch.stack(
@@ -195,7 +208,22 @@ class LocalBackend:
             text = self._decode(completion)
             lp = logps[row, : len(completion)].tolist()
             generations.append(Generation(text, list(ids), completion, lp, finish))
+        if self.prefixes is not None:
+            lengths = [max(0, len(g.completion_ids) - 1) for g in generations]
+            rows = split_rows(getattr(result, _CACHE), attention, lengths)
+            for g, n, kv in zip(generations, lengths, rows, strict=True):
+                self.prefixes.keep(g.prompt_ids + g.completion_ids[:n], kv)
         return generations
+
+    def _count_prompt_tokens(
+        self, prompts: list[list[int]], hits: list[Hit | None], fed_width: int
+    ) -> None:
+        """Prompt tokens since the last train step: reused from kept rows, new (encoded), and
+        fed to the model (new plus the padding of their batch)."""
+        reused = sum(h.length for h in hits if h is not None)
+        self.prompt_tokens["reused"] += reused
+        self.prompt_tokens["new"] += sum(len(p) for p in prompts) - reused
+        self.prompt_tokens["fed"] += len(prompts) * fed_width
 
     def _decode(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(
@@ -245,6 +273,8 @@ class LocalBackend:
             raise BackendError("train_step got no samples; the cycle produced nothing to train on")
         started = time.perf_counter()
         threads = self.governor.apply()
+        if self.prefixes is not None:
+            self.prefixes.clear()  # the weights are about to change
         self.model.train()
         total_tokens = float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in samples))
         normalizer = max(1.0, total_tokens)
@@ -304,8 +334,11 @@ class LocalBackend:
             "step_time_s": time.perf_counter() - started,
             "truncated_prompts": float(self.truncated_prompts),
             "trained_samples": float(len(trained)),
-            "threads": float(threads),
+            # facts of the machine, not of the algorithm ("sys/": runs compare without them)
+            "sys/threads": float(threads),
+            **{f"sys/prompt_tokens_{k}": float(v) for k, v in self.prompt_tokens.items()},
         }
+        self.prompt_tokens = dict.fromkeys(self.prompt_tokens, 0)
         for role in ("agent", "designer"):
             mine = [s for s in samples if s.role == role]
             out[f"{role}/tokens"] = float(sum(sum(s.loss_mask) for s in mine))
@@ -348,6 +381,8 @@ class LocalBackend:
         if not (path / "trainer.pt").exists():
             raise BackendError(f"{path} is not a local-backend checkpoint (trainer.pt missing)")
         load_model(self.model, str(path / "model.safetensors"), device=str(self.device))
+        if self.prefixes is not None:
+            self.prefixes.clear()
         state = torch.load(path / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(state["optimizer"])
         self.steps = int(state["steps"])
@@ -359,7 +394,12 @@ class LocalBackend:
         np.random.set_state(state["numpy_rng"])
 
     def publish_weights(self) -> None:
-        """Generation uses the trained model object itself: nothing to publish."""
+        """Generation uses the trained model object itself: nothing to publish, but keys and
+        values kept for reuse belong to the old weights (also when a caller loaded new ones
+        into ``model``, as the Ray rollout workers do)."""
+        if self.prefixes is not None:
+            self.prefixes.clear()
 
     def close(self) -> None:
-        pass
+        if self.prefixes is not None:
+            self.prefixes.clear()

@@ -64,8 +64,8 @@ class ThreadGovernor:
         self.fixed: int | None = None
         if isinstance(setting, int):
             self.fixed = setting
-        elif os.environ.get("OMP_NUM_THREADS", "").strip():
-            self.fixed = torch.get_num_threads()
+        elif os.environ.get("OMP_NUM_THREADS", "").strip().isdigit():
+            self.fixed = max(1, int(os.environ["OMP_NUM_THREADS"]))
         # our own time lands in /proc/stat's "nice" column when we run niced ourselves
         self.include_niced = os.getpriority(os.PRIO_PROCESS, 0) > 0
         self._last: tuple[float, float, float] | None = None
