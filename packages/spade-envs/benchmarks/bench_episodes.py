@@ -151,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
         span = f"{min(values):,.0f}-{max(values):,.0f}"
         print(f"{name:<26} {mid:>20,.0f} {span:>17} {mid / base:>13.3f}x")
     reuse = statistics.median(rates["sandboxed, reuse (warm)"]) / base
-    print(f"goal: sandboxed (reuse, warm) >= 0.5x in-process -> {'met' if reuse >= 0.5 else 'NOT met'}")
+    print(
+        f"goal: sandboxed (reuse, warm) >= 0.5x in-process -> {'met' if reuse >= 0.5 else 'NOT met'}"
+    )
     return 0
 
 

@@ -112,9 +112,7 @@ def test_reused_workers_give_the_same_episodes_as_fresh_ones(config):
         factory = se.SandboxedFactory(
             corpus.source(rec.id), rec.class_name, config=config, reuse_workers=reuse
         )
-        specs = [
-            se.EpisodeSpec(factory, seed=s, env_id=rec.id, max_turns=4) for s in range(8)
-        ]
+        specs = [se.EpisodeSpec(factory, seed=s, env_id=rec.id, max_turns=4) for s in range(8)]
         agent = se.RandomAgent(3)
         with factory:
             results = se.run_episodes(specs, lambda b: [agent(m) for m in b], concurrency=2)
@@ -129,8 +127,7 @@ def test_reused_workers_give_the_same_episodes_as_fresh_ones(config):
 
 BOOM_ON_SEED_1 = GUESS_SOURCE.replace(
     "self.turn += 1",
-    "self.turn += 1\n        if self.secret == SECRET_1:\n"
-    "            raise RuntimeError('boom')",
+    "self.turn += 1\n        if self.secret == SECRET_1:\n            raise RuntimeError('boom')",
 )
 
 

@@ -20,7 +20,8 @@ The first request must be `init`. It applies, in this order: preloading the allo
 chdir to the work dir, dropping to uid 65534 (when root and asked to), Landlock (writes only
 under the work dir, reads only under `read_paths`), rlimits, a seccomp filter, and the import
 policy. Its reply lists each layer as "active" or "unavailable: why". Then `open`, `reset`,
-`step`, `call`, `exec` (one-off scripts) and `close` follow. Exit status: 0 after `close`,
+`step`, `call`, `snapshot`, `restore`, `reopen` (the same source constructed again, see
+`Worker.reopen`), `exec` (one-off scripts) and `close` follow. Exit status: 0 after `close`,
 70 when the channel breaks (the host reports `protocol_error`), signals as the kernel sends
 them (SIGSYS from seccomp: `forbidden_syscall`; SIGXCPU: `timeout`).
 """
