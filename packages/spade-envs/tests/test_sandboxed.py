@@ -185,3 +185,16 @@ def test_different_kwargs_never_share_a_worker(config):
         assert "between 1 and 500" in other.reset(seed=0)[0]
         other.close()
         assert factory.idle == 2
+
+
+def test_a_kept_worker_closed_with_its_pool_is_not_handed_out(config):
+    pool = spade_sandbox.SandboxPool(config, size=0)
+    factory = se.SandboxedFactory(GUESS_SOURCE, pool=pool)
+    env = factory(max_turns=10)
+    env.reset(seed=0)
+    env.close()
+    assert factory.idle == 1
+    pool.close()  # closes every environment it opened, the kept one too
+    with pytest.raises(spade_sandbox.InfrastructureError, match="closed"):
+        factory(max_turns=10)  # as without reuse: the closed pool refuses
+    assert factory.idle == 0

@@ -167,6 +167,9 @@ class SandboxedFactory:
         kwargs = {"max_turns": max_turns, **kwargs}
         key = _kwargs_key(kwargs) if self.reuse_workers and self.max_idle else None
         handle = self._take_idle(key) if key is not None else None
+        if handle is not None and not handle.reusable:  # closed meanwhile (its pool closed)
+            handle.close()
+            handle = None
         if handle is not None:
             try:
                 if handle.renew():
