@@ -94,3 +94,107 @@ def test_threaded_sandboxed_episodes_equal_the_sequential_ones(config):
     sequential = se.run_episodes(specs, lambda b: [agent(m) for m in b])
     assert all(r.error is None for r in threaded + sequential)
     assert [r.to_dict()["turns"] for r in threaded] == [r.to_dict()["turns"] for r in sequential]
+
+
+# -- worker reuse (SandboxedFactory(reuse_workers=True), the default) ----------------------
+
+
+def records(results):
+    """Episode records without their wall time."""
+    return [{k: v for k, v in r.to_dict().items() if k != "wall_s"} for r in results]
+
+
+def test_reused_workers_give_the_same_episodes_as_fresh_ones(config):
+    corpus = se.load_corpus("example")
+    rec = corpus.records[0]
+
+    def play(reuse):
+        factory = se.SandboxedFactory(
+            corpus.source(rec.id), rec.class_name, config=config, reuse_workers=reuse
+        )
+        specs = [se.EpisodeSpec(factory, seed=s, env_id=rec.id, max_turns=4) for s in range(8)]
+        agent = se.RandomAgent(3)
+        with factory:
+            results = se.run_episodes(specs, lambda b: [agent(m) for m in b], concurrency=2)
+        return results, factory.reused
+
+    fresh, none_reused = play(False)
+    reused, count = play(True)
+    assert none_reused == 0 and count == 6  # two workers opened, then reused six times
+    assert all(r.error is None for r in fresh)
+    assert records(reused) == records(fresh)
+
+
+BOOM_ON_SEED_1 = GUESS_SOURCE.replace(
+    "self.turn += 1",
+    "self.turn += 1\n        if self.secret == SECRET_1:\n            raise RuntimeError('boom')",
+)
+
+
+def test_a_worker_whose_step_raised_is_not_reused(config):
+    secret_1 = se.load_env(GUESS_SOURCE)(max_turns=10)
+    secret_1.reset(seed=1)
+    source = f"SECRET_1 = {secret_1.secret}\n" + BOOM_ON_SEED_1
+    with se.SandboxedFactory(source, config=config) as factory:
+        env = factory(max_turns=10)
+        env.reset(seed=1)
+        with pytest.raises(spade_sandbox.EnvException):
+            env.step("\\boxed{1}")
+        env.close()
+        assert factory.idle == 0  # closed, not kept
+        env = factory(max_turns=10)
+        env.reset(seed=2)
+        env.step("\\boxed{1}")
+        env.close()
+        assert factory.idle == 1 and factory.reused == 0
+        env = factory(max_turns=10)  # the healthy worker comes back
+        assert factory.reused == 1 and factory.idle == 0
+        env.close()
+
+
+def test_a_closed_environment_cannot_drive_the_worker_it_handed_back(config):
+    with se.SandboxedFactory(GUESS_SOURCE, config=config) as factory:
+        env = factory(max_turns=10)
+        env.reset(seed=0)
+        env.close()
+        with pytest.raises(ValueError, match="closed"):
+            env.step("\\boxed{1}")
+
+
+def test_the_factory_honours_the_recycle_bound(config):
+    recycling = config.replace(recycle_after_episodes=2)
+    with se.SandboxedFactory(GUESS_SOURCE, config=recycling) as factory:
+        dirs = []
+        for seed in range(5):
+            env = factory(max_turns=10)
+            env.reset(seed=seed)
+            dirs.append(env._handle.work_dir)
+            env.close()
+        # Two episodes per worker: reused once, then closed (not kept) at the bound.
+        assert dirs[0] == dirs[1] != dirs[2] == dirs[3] != dirs[4]
+        assert factory.reused == 2
+
+
+def test_different_kwargs_never_share_a_worker(config):
+    with se.SandboxedFactory(GUESS_SOURCE, config=config) as factory:
+        env = factory(max_turns=10, high=5)
+        env.reset(seed=0)
+        env.close()
+        other = factory(max_turns=10, high=500)
+        assert factory.reused == 0
+        assert "between 1 and 500" in other.reset(seed=0)[0]
+        other.close()
+        assert factory.idle == 2
+
+
+def test_a_kept_worker_closed_with_its_pool_is_not_handed_out(config):
+    pool = spade_sandbox.SandboxPool(config, size=0)
+    factory = se.SandboxedFactory(GUESS_SOURCE, pool=pool)
+    env = factory(max_turns=10)
+    env.reset(seed=0)
+    env.close()
+    assert factory.idle == 1
+    pool.close()  # closes every environment it opened, the kept one too
+    with pytest.raises(spade_sandbox.InfrastructureError, match="closed"):
+        factory(max_turns=10)  # as without reuse: the closed pool refuses
+    assert factory.idle == 0

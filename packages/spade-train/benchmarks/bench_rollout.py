@@ -19,7 +19,11 @@ Two paths, measured in the same run:
 - ``sandboxed`` (what the loop uses): a ``spade_envs.SandboxedFactory`` on a
   ``spade_sandbox.SandboxPool`` of ``--pool-size`` warm workers (the loop's pool has
   ``validation.workers`` = 2), process backend, ``call_wall_s`` 10 (``validation.timeout_s``);
-  each episode takes its own worker, and the pool is refilled before each batch;
+  the factory keeps each closed environment's worker and the next episode reuses it (the first
+  batch of a level opens the workers, later ones reuse them); the pool is refilled before each
+  batch;
+- ``sandboxed-fresh`` (``--paths sandboxed-fresh``): the same with ``reuse_workers=False``, a
+  new worker per episode, as before worker reuse;
 - ``in-process``: ``spade_envs.load_env`` (trusted code in this interpreter), to show the
   runner's own scaling without the sandbox's per-episode and per-step costs.
 
@@ -198,11 +202,15 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for path in paths:
-        if path == "sandboxed":
+        if path in ("sandboxed", "sandboxed-fresh"):
             config = ss.SandboxConfig(backend="process", limits=ss.Limits(call_wall_s=10.0))
             with ss.SandboxPool(config, size=args.pool_size) as pool:
                 factory = se.SandboxedFactory(
-                    source, record.class_name, pool=pool, origin=record.id
+                    source,
+                    record.class_name,
+                    pool=pool,
+                    origin=record.id,
+                    reuse_workers=path == "sandboxed",
                 )
                 rows += measure(
                     path,
@@ -217,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             factory = se.load_env(source, record.class_name, origin=record.id)
             rows += measure(path, factory, record, levels, args, backend, lambda: None)
         else:
-            parser.error(f"unknown path {path!r}; use sandboxed and/or in-process")
+            parser.error(f"unknown path {path!r}; use sandboxed, sandboxed-fresh, in-process")
 
     print(
         f"python {sys.version.split()[0]}, spade-envs {se.__version__}; env {record.id}, reply {args.action!r}, "

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import threading
 import types
+from collections.abc import Callable
 from typing import Any, cast
 
 from .core import DEFAULT_MAX_TURNS, EnvFactory, StepResult
@@ -73,30 +75,44 @@ def load_env_class(source: str, class_name: str | None = None, origin: str = "<s
 
 
 class _SandboxedEnvironment:
-    """Gives a spade-sandbox environment handle the contract's method names."""
+    """Gives a spade-sandbox environment handle the contract's method names; closing it hands
+    the handle back to its factory (``release``) when that reuses workers."""
 
-    def __init__(self, handle: Any):
+    def __init__(self, handle: Any, release: Callable[[Any], None] | None = None):
         self._handle = handle
+        self._release = release
+        self._closed = False
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
-        return self._handle.reset(seed=seed)
+        return self._live().reset(seed=seed)
 
     def step(self, action: str) -> StepResult:
-        return self._handle.step(action)
+        return self._live().step(action)
 
     def solution(self) -> str:
-        return self._handle.call("solution")
+        return self._live().call("solution")
 
     def _keep_reset(self, key: str) -> bool:
         """Ask the worker to keep the state the last reset left under ``key`` (check_env)."""
-        return bool(self._handle.snapshot(key))
+        return bool(self._live().snapshot(key))
 
     def _reset_from_kept(self, key: str) -> bool:
         """Start an episode from a copy of the kept state; False when none is kept."""
-        return bool(self._handle.restore(key))
+        return bool(self._live().restore(key))
+
+    def _live(self) -> Any:
+        if self._closed:  # the handle may serve another episode by now
+            raise ValueError("this environment is closed; open a new one")
+        return self._handle
 
     def close(self) -> None:
-        self._handle.close()  # the handle also closes itself when dropped
+        if self._closed:
+            return
+        self._closed = True
+        if self._release is not None:
+            self._release(self._handle)  # the factory keeps it for a later episode, or closes it
+        else:
+            self._handle.close()  # the handle also closes itself when dropped
 
 
 class SandboxedFactory:
@@ -104,6 +120,15 @@ class SandboxedFactory:
 
     ``config`` is a ``spade_sandbox.SandboxConfig`` (default: ``SandboxConfig.from_env()``);
     ``pool`` an optional ``spade_sandbox.SandboxPool`` to open environments from warm workers.
+
+    Worker reuse (``reuse_workers``, on by default): closing an environment keeps its worker
+    (up to ``max_idle`` of them) when nothing failed in it, and the next call with the same
+    arguments gets it back with a freshly constructed environment
+    (``spade_sandbox.SandboxedEnv.renew``: the source runs again in a new module, the work dir
+    is emptied), which plays exactly as one in a new worker would, for a fraction of the cost.
+    A worker on which any call failed, one past ``SandboxConfig.recycle_after_episodes``
+    episodes, or one that has used a twentieth of its CPU limit is never reused. Handles without
+    ``renew`` (a Ray sandbox pool's) are closed as before. ``close()`` ends the idle workers.
     """
 
     def __init__(
@@ -113,6 +138,9 @@ class SandboxedFactory:
         config: Any = None,
         pool: Any = None,
         origin: str = "<source>",
+        *,
+        reuse_workers: bool = True,
+        max_idle: int = 64,
     ):
         try:
             import spade_sandbox
@@ -125,16 +153,86 @@ class SandboxedFactory:
         self.class_name = find_env_class(source, class_name, origin)
         self.config = config
         self.pool = pool
+        if isinstance(max_idle, bool) or not isinstance(max_idle, int) or max_idle < 0:
+            raise ValueError(f"max_idle must be an integer >= 0, got {max_idle!r}")
+        self.reuse_workers = reuse_workers
+        self.max_idle = max_idle
+        self._idle: dict[str, list[Any]] = {}  # kwargs as JSON -> handles kept for reuse
+        self._idle_count = 0
+        self._lock = threading.Lock()
+        self.reused = 0
+        """Environments handed out on a kept worker (for benchmarks and tests)."""
 
     def __call__(self, max_turns: int = DEFAULT_MAX_TURNS, **kwargs: Any) -> _SandboxedEnvironment:
-        opener = self.pool.open_env if self.pool is not None else self._sandbox.open_env
-        handle = opener(
-            self.source,
-            class_name=self.class_name,
-            kwargs={"max_turns": max_turns, **kwargs},
-            config=self.config,
-        )
-        return _SandboxedEnvironment(handle)
+        kwargs = {"max_turns": max_turns, **kwargs}
+        key = _kwargs_key(kwargs) if self.reuse_workers and self.max_idle else None
+        handle = self._take_idle(key) if key is not None else None
+        if handle is not None and not handle.reusable:  # closed meanwhile (its pool closed)
+            handle.close()
+            handle = None
+        if handle is not None:
+            try:
+                if handle.renew():
+                    with self._lock:
+                        self.reused += 1
+            except BaseException:
+                handle.close()
+                raise
+        else:
+            opener = self.pool.open_env if self.pool is not None else self._sandbox.open_env
+            handle = opener(
+                self.source, class_name=self.class_name, kwargs=kwargs, config=self.config
+            )
+        if key is None or not callable(getattr(handle, "renew", None)):
+            return _SandboxedEnvironment(handle)
+        return _SandboxedEnvironment(handle, lambda h: self._keep(key, h))
+
+    def _take_idle(self, key: str) -> Any:
+        with self._lock:
+            kept = self._idle.get(key)
+            if not kept:
+                return None
+            self._idle_count -= 1
+            return kept.pop()
+
+    def _keep(self, key: str, handle: Any) -> None:
+        """An environment's user closed it: keep its worker for the next one, or close it."""
+        if getattr(handle, "reusable", False):
+            with self._lock:
+                if self._idle_count < self.max_idle:
+                    self._idle.setdefault(key, []).append(handle)
+                    self._idle_count += 1
+                    return
+        handle.close()
+
+    @property
+    def idle(self) -> int:
+        """Workers kept for reuse now."""
+        with self._lock:
+            return self._idle_count
+
+    def close(self) -> None:
+        """Close the workers kept for reuse (environments still in use are not touched)."""
+        with self._lock:
+            handles = [h for kept in self._idle.values() for h in kept]
+            self._idle.clear()
+            self._idle_count = 0
+        for handle in handles:
+            handle.close()
+
+    def __enter__(self) -> SandboxedFactory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _kwargs_key(kwargs: dict[str, Any]) -> str | None:
+    """``kwargs`` as canonical JSON (the free-list's key); None when they are not JSON data."""
+    try:
+        return json.dumps(kwargs, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
 
 
 def load_env(

@@ -30,6 +30,11 @@ from .protocol import WorkerHandle, get_backend
 from .result import ExecResult
 
 log = logging.getLogger("spade_sandbox")
+
+RENEW_MAX_CPU_FRACTION = 0.05
+"""`SandboxedEnv.renew` reuses a worker only while it has used at most this share of
+`Limits.cpu_s` (RLIMIT_CPU covers a worker's whole life), so the next episode keeps nearly the
+CPU budget a fresh worker gives it; past it, the environment moves to a fresh worker."""
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -85,7 +90,9 @@ class SandboxedEnv:
     `Limits.max_steps` steps and spend `Limits.episode_wall_s` seconds in its own calls (time
     between calls, the agent's, does not count). After a fatal error the
     worker is gone: the next `reset()` loads the source into a fresh one, as it also does
-    every `SandboxConfig.recycle_after_episodes` episodes. Close it (or use `with`).
+    every `SandboxConfig.recycle_after_episodes` episodes. `renew()` replaces the instance
+    with a freshly constructed one, in the same worker when that is safe (`reusable`).
+    Close it (or use `with`).
     """
 
     def __init__(
@@ -116,6 +123,7 @@ class SandboxedEnv:
         self._episode_used = 0.0
         self._steps = 0
         self._episodes_on_worker = 0
+        self._tainted = False  # a call failed since the worker was loaded: never renewed in it
         self.episodes = 0
         """Episodes started (`reset` calls that succeeded) over this object's life."""
         self._load()
@@ -153,6 +161,7 @@ class SandboxedEnv:
         self._worker = worker
         self._failure = None
         self._episodes_on_worker = 0
+        self._tainted = False
 
     @property
     def layers(self) -> dict[str, str]:
@@ -185,6 +194,55 @@ class SandboxedEnv:
         except Exception:
             pass
 
+    @property
+    def reusable(self) -> bool:
+        """Whether `renew()` would keep the current worker: open, alive, no call has failed
+        on it since it was loaded, and under `SandboxConfig.recycle_after_episodes`."""
+        recycle = self.config.recycle_after_episodes
+        return (
+            not self._closed
+            and self._worker is not None
+            and self._worker.alive
+            and not self._tainted
+            and not (recycle and self._episodes_on_worker >= recycle)
+        )
+
+    def renew(self) -> bool:
+        """Replace the environment with a freshly constructed one, as `open_env` would give:
+        the worker closes the old instance, drops its module, empties its work dir, reseeds
+        `random`, runs the source again in a new module and constructs the class with the same
+        kwargs. That happens in the same worker (True) when it is `reusable` and has used at
+        most `RENEW_MAX_CPU_FRACTION` of `Limits.cpu_s`; otherwise the source is loaded into
+        a fresh worker (False), as at opening. Episodes on a kept worker still count towards
+        `recycle_after_episodes`. What an environment changes in the standard-library modules
+        it imports stays for its next instances in the same worker (never another
+        environment's: a worker only ever runs one source)."""
+        if self._closed:
+            raise ValueError("this environment is closed; open a new one")
+        limits = self.config.limits
+        reused = False
+        if self.reusable:
+            assert self._worker is not None
+            message = {"op": "reopen", "max_cpu_s": limits.cpu_s * RENEW_MAX_CPU_FRACTION}
+            try:
+                value = self._worker.request(message, limits.call_wall_s, limits.max_output_bytes)
+            except SandboxError:  # the worker is closed below; a fresh one gets the source
+                value = None
+            reused = (
+                isinstance(value, dict)
+                and value.get("reopened") is True
+                and value.get("class_name") == self.class_name
+            )
+        if not reused:
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+            self._load()
+        self._episode_started = None
+        self._episode_used = 0.0
+        self._steps = 0
+        return reused
+
     # -- calls -------------------------------------------------------------------------
     def _request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
         if self._closed:
@@ -198,6 +256,7 @@ class SandboxedEnv:
         try:
             return self._worker.request(message, timeout_s, reply_cap)
         except SandboxError as exc:
+            self._tainted = True
             if not self._worker.alive:
                 self._failure = exc
                 self._worker.close()
@@ -234,6 +293,7 @@ class SandboxedEnv:
         try:
             obs, info = wire.check_reset(value, limits.max_output_bytes, decoded=True)
         except wire.ValueCheckError as exc:
+            self._tainted = True
             raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(
                 str(exc)
             ) from None
@@ -252,11 +312,13 @@ class SandboxedEnv:
             raise ValueError("call reset() before step()")
         limits = self.config.limits
         if self._steps >= limits.max_steps:
+            self._tainted = True
             raise LimitExceeded(
                 f"the episode reached Limits.max_steps={limits.max_steps}; call reset()"
             )
         left = limits.episode_wall_s - self._episode_used
         if left <= 0:
+            self._tainted = True
             raise LimitExceeded(
                 f"the episode ran past Limits.episode_wall_s={limits.episode_wall_s:g}; call reset()"
             )
@@ -280,6 +342,7 @@ class SandboxedEnv:
                 value, limits.max_output_bytes, decoded=True
             )
         except wire.ValueCheckError as exc:
+            self._tainted = True
             raise (OutputTooLarge if exc.kind == "output_too_large" else BadReturn)(
                 str(exc)
             ) from None

@@ -4,10 +4,11 @@ Starting a worker (bubblewrap, an interpreter, preloading the allowed modules) i
 part. Where the backend offers a fork server (`start_zygote`, the process backend does),
 the pool starts one zygote and forks each worker from it, which costs about a millisecond;
 otherwise it starts workers one by one. A background thread keeps `size` workers waiting.
-Each worker still serves exactly one environment: `open_env` takes a spare (or makes one
-when none is ready), loads the source into it, and the thread makes a replacement. A worker
-is recycled, never reused: after a fatal error or `recycle_after_episodes` episodes the
-environment moves to a fresh one. `close()` kills the spares, every environment the pool
+Each worker still serves exactly one environment source: `open_env` takes a spare (or makes
+one when none is ready), loads the source into it, and the thread makes a replacement. A
+worker never passes to another source: after a fatal error or `recycle_after_episodes`
+episodes the environment moves to a fresh one (`SandboxedEnv.renew` may construct the same
+source again in a healthy worker). `close()` kills the spares, every environment the pool
 opened and the zygote, and reaps them all.
 """
 

@@ -1,8 +1,8 @@
 """The sandbox protocol: what a backend is, and the host side of the wire that all share.
 
 A backend (`Backend`) starts workers: sandboxed processes running worker.py, each serving
-exactly one environment (or one script) over framed JSON (wire.py), and each used once, so
-no environment ever sees another's state. `WorkerHandle` is the host's grip on one worker.
+exactly one environment source (or one script) over framed JSON (wire.py), never another, so
+no environment ever sees another's state (`reopen` constructs the same source again). `WorkerHandle` is the host's grip on one worker.
 `FramedWorker` implements the handle over a pair of file descriptors (requests, replies);
 a backend subclasses it and supplies how to kill, reap and describe the death of its
 process. Backends are registered by name (`register_backend`, duplicates refused) and looked

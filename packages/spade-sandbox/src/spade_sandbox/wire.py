@@ -13,6 +13,7 @@ Messages (host -> worker), each with an integer "id" the reply echoes:
   {"op": "open", "source": str, "class_name": str|None, "kwargs": {...}}
   {"op": "reset", "seed": int|None}      {"op": "step", "action": str}
   {"op": "call", "method": str, "args": [...]}
+  {"op": "reopen", "max_cpu_s": float} -> {"reopened": bool, "class_name": str, "cpu_s": float}
   {"op": "exec", "source": str, "stdin": str}      {"op": "close"}
 Replies: {"id": n, "ok": true, "value": ...} or {"id": n, "ok": false, "reason": str, "message": str}.
 """

@@ -20,7 +20,8 @@ The first request must be `init`. It applies, in this order: preloading the allo
 chdir to the work dir, dropping to uid 65534 (when root and asked to), Landlock (writes only
 under the work dir, reads only under `read_paths`), rlimits, a seccomp filter, and the import
 policy. Its reply lists each layer as "active" or "unavailable: why". Then `open`, `reset`,
-`step`, `call`, `exec` (one-off scripts) and `close` follow. Exit status: 0 after `close`,
+`step`, `call`, `snapshot`, `restore`, `reopen` (the same source constructed again, see
+`Worker.reopen`), `exec` (one-off scripts) and `close` follow. Exit status: 0 after `close`,
 70 when the channel breaks (the host reports `protocol_error`), signals as the kernel sends
 them (SIGSYS from seccomp: `forbidden_syscall`; SIGXCPU: `timeout`).
 """
@@ -382,6 +383,11 @@ class Worker:
         self.env_builtins: dict = {}
         self.padding: list[object] = []
         self.snapshots: dict[str, _Snapshot] = {}
+        self.base_builtins: dict = {}
+        self.work_dir = "."
+        self.opened: dict | None = None  # the last `open` request, which `reopen` repeats
+        self.code: tuple[str, types.CodeType] | None = None  # (source, its compiled code)
+        self.fresh_random: tuple[Any, Any] = (None, None)
 
     # -- isolation -----------------------------------------------------------------------
     def init(self, msg: dict) -> dict:
@@ -391,7 +397,7 @@ class Worker:
         apply = set(msg.get("apply", ("unprivileged_uid", "landlock", "rlimits", "seccomp")))
         layers: dict[str, str] = {}
         preload(self.allowed, msg.get("python_path", ()))
-        work_dir = msg["work_dir"]
+        work_dir = self.work_dir = msg["work_dir"]
         os.chdir(work_dir)
         # Landlock's paths are opened while still privileged: a work root below a directory
         # uid 65534 cannot traverse (a 0700 parent) stays reachable through these handles.
@@ -411,11 +417,13 @@ class Worker:
                 os.close(fd)
         layers["rlimits"] = _rlimits(limits) if "rlimits" in apply else "unavailable: not requested"
         layers["seccomp"] = _seccomp() if "seccomp" in apply else "unavailable: not requested"
-        self.env_builtins = dict(builtins.__dict__)
-        self.env_builtins["__import__"] = self.guarded_import
+        self.base_builtins = dict(builtins.__dict__)
+        self.base_builtins["__import__"] = self.guarded_import
+        self.env_builtins = dict(self.base_builtins)
         layers["import_policy"] = "active"
         sys.stdout, sys.stderr, sys.stdin = self.stdout, self.stderr, io.StringIO("")
         self.warm_up()
+        self.fresh_random = _random_state()
         gc.collect()
         gc.freeze()
         return {
@@ -432,6 +440,7 @@ class Worker:
         wire.encode({"id": 0, "ok": True, "value": self.step({"action": "warm"})})
         self.reset({"seed": 0})
         self.env = None
+        self.opened = self.code = None
         del sys.modules[ENV_MODULE]
 
     def guarded_import(self, name, globals=None, locals=None, fromlist=(), level=0):
@@ -503,9 +512,18 @@ class Worker:
                 fatal=True,
             )
 
+    def compiled(self, source: str) -> types.CodeType:
+        """`check_imports(source)`, kept for the source opened last (`reopen` runs it again)."""
+        if self.code is not None and self.code[0] == source:
+            return self.code[1]
+        code = self.check_imports(source)
+        self.code = (source, code)
+        return code
+
     def open(self, msg: dict) -> dict:
         self.snapshots.clear()
-        code = self.check_imports(msg["source"])
+        code = self.compiled(msg["source"])
+        self.env_builtins = dict(self.base_builtins)  # what an earlier environment changed goes
         # Workers forked from one zygote share a heap layout, so id() of the environment's
         # objects would repeat from worker to worker and an episode salted by id(self) would
         # look deterministic. A random amount of live padding makes ids differ per worker.
@@ -521,7 +539,40 @@ class Worker:
         self.guarded_call(exec, code, module.__dict__)
         cls = _pick_class(module, msg.get("class_name"))
         self.env = self.guarded_call(lambda: cls(**(msg.get("kwargs") or {})))
+        self.opened = msg
         return {"class_name": cls.__name__}
+
+    def reopen(self, msg: dict) -> dict:
+        """Open the last opened environment again, as a fresh worker would: the old instance is
+        closed and dropped with its module, the work dir emptied, the `random` module reseeded
+        (as after a fork) and numpy's legacy generator put back as `init` left it; then the
+        source runs again in a new module and the class is constructed with the same kwargs.
+        Declined (``reopened`` False, nothing changed) when the worker has already used more
+        than ``max_cpu_s`` of CPU (its RLIMIT_CPU covers its whole life)."""
+        if self.opened is None:
+            raise _CallError("protocol_error", "no environment was opened in this worker")
+        times = os.times()
+        used = times.user + times.system
+        if used > float(msg["max_cpu_s"]):
+            return {"reopened": False, "cpu_s": used}
+        self.guarded_call(self.drop_env)
+        value = self.open(self.opened)
+        return {**value, "reopened": True, "cpu_s": used}
+
+    def drop_env(self) -> None:
+        close = getattr(self.env, "close", None)
+        if callable(close):
+            close()
+        self.env = close = None
+        self.snapshots.clear()
+        sys.modules.pop(ENV_MODULE, None)
+        gc.collect()  # the old module's cycles, and what it held open, go now
+        _empty_dir(self.work_dir)
+        rnd = sys.modules.get("random")
+        if rnd is not None:
+            rnd.seed()
+        if self.fresh_random[1] is not None:
+            sys.modules["numpy.random"].set_state(self.fresh_random[1])
 
     def require_env(self) -> object:
         if self.env is None:
@@ -648,6 +699,7 @@ class Worker:
             "call": self.call,
             "snapshot": self.snapshot,
             "restore": self.restore,
+            "reopen": self.reopen,
             "exec": self.exec_script,
         }
         requests = wire.FrameReader(self.request_fd)
@@ -806,6 +858,17 @@ def _describe(exc: BaseException) -> str:
     if where:
         text += f" (line {where[-1].lineno}, in {where[-1].name})"
     return text[:4000]
+
+
+def _empty_dir(path: str) -> None:
+    """Remove everything under `path` (symbolic links are removed, never followed)."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _empty_dir(entry.path)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
 
 
 def _drop_uid() -> str:
