@@ -1,9 +1,10 @@
 """How many CPU threads torch may use, decided before each heavy call of the local backend.
 
-Measured on a 2-core VM (SmolLM2-135M, 16 conversations x 64 new tokens): two threads take
-6.5 s idle, one thread 10.9 s; with one other CPU-bound process running, two threads take
-51-73 s and one thread 10.5 s. OpenMP's threads spin at every barrier waiting for a partner
-that the scheduler has put off the CPU, so oversubscription costs 5-7x, not 2x.
+Measured on a 2-core VM (SmolLM2-135M, 16 conversations x 64 new tokens, seconds): idle, two
+threads 6.5, one 10.9; beside one CPU-bound process 9.7 and 10.0; beside two, 14.9 and 9.8;
+beside one while another engineer's niced test jobs also ran, 51-73 and 10.5. OpenMP's
+threads wait at every barrier for a partner the scheduler has put off the CPU, so on a busy
+machine two threads can cost several times one.
 
 ``threads: auto`` (the default) therefore looks at how much CPU the *other* processes used
 since the previous call (``/proc/stat`` minus this process's own time) and gives torch the
