@@ -138,11 +138,11 @@ class LocalBackend:
             prompts.append(ids)
         if params.seed is not None:
             torch.manual_seed(params.seed)
-        self.governor.apply()
         self.model.eval()
         out: list[Generation] = []
-        for start in range(0, len(prompts), self.gen_batch_size):
-            out += self._generate_batch(prompts[start : start + self.gen_batch_size], params)
+        with self.governor.governing():
+            for start in range(0, len(prompts), self.gen_batch_size):
+                out += self._generate_batch(prompts[start : start + self.gen_batch_size], params)
         return out
 
     def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
@@ -272,7 +272,12 @@ class LocalBackend:
         if not samples:
             raise BackendError("train_step got no samples; the cycle produced nothing to train on")
         started = time.perf_counter()
-        threads = self.governor.apply()
+        with self.governor.governing() as threads:
+            out = self._train_step(samples, started)
+        out["sys/threads"] = float(threads)
+        return out
+
+    def _train_step(self, samples: Sequence[TrainSample], started: float) -> dict[str, float]:
         if self.prefixes is not None:
             self.prefixes.clear()  # the weights are about to change
         self.model.train()
@@ -335,7 +340,6 @@ class LocalBackend:
             "truncated_prompts": float(self.truncated_prompts),
             "trained_samples": float(len(trained)),
             # facts of the machine, not of the algorithm ("sys/": runs compare without them)
-            "sys/threads": float(threads),
             **{f"sys/prompt_tokens_{k}": float(v) for k, v in self.prompt_tokens.items()},
         }
         self.prompt_tokens = dict.fromkeys(self.prompt_tokens, 0)

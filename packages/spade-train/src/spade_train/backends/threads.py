@@ -6,17 +6,22 @@ beside one while another engineer's niced test jobs also ran, 51-73 and 10.5. Op
 threads wait at every barrier for a partner the scheduler has put off the CPU, so on a busy
 machine two threads can cost several times one.
 
-``threads: auto`` (the default) therefore looks at how much CPU the *other* processes used
-since the previous call (``/proc/stat`` minus this process's own time) and gives torch the
-CPUs that are free, at least one. Processes running at a lower priority than ours (``nice``)
-do not count: the scheduler hands their CPU to us. An integer fixes the count; so does
-``OMP_NUM_THREADS`` in the environment.
+``threads: auto`` (the default) therefore measures, while each generation or train step runs,
+how much CPU the *other* processes use (``/proc/stat`` minus this process's own time) and
+gives the next call the CPUs they left free, at least one. Only the time of the heavy calls
+counts: between them this process's own sandbox workers (children, not yet reaped) run the
+environments and would look like other load. Processes running at a lower priority than
+ours (``nice``) do not count: the scheduler hands their CPU to us. An integer fixes the
+count; so does ``OMP_NUM_THREADS`` in the environment. The thread count changes float sums in
+the last bits (tokens identical, log-probs within 2e-5 in a check); fix it for bit-exact runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -69,7 +74,7 @@ class ThreadGovernor:
             self.fixed = max(1, int(os.environ["OMP_NUM_THREADS"]))
         # our own time lands in /proc/stat's "nice" column when we run niced ourselves
         self.include_niced = os.getpriority(os.PRIO_PROCESS, 0) > 0
-        self._last: tuple[float, float, float] | None = None
+        self._started: tuple[float, float, float] | None = None
         self.threads = self.fixed or self.cpus
         if self.fixed:
             torch.set_num_threads(self.fixed)
@@ -80,31 +85,31 @@ class ThreadGovernor:
             return None
         return time.monotonic(), machine, _own_busy_s()
 
-    def others_busy(self) -> float | None:
-        """CPUs' worth of work other processes did since the last sample (None: too soon)."""
-        now = self._sample()
-        if now is None:
-            return None
-        if self._last is None:
-            self._last = now
-            time.sleep(_MIN_WINDOW_S)
-            now = self._sample()
-            assert now is not None
-        wall = now[0] - self._last[0]
-        if wall < _MIN_WINDOW_S:
-            return None
-        others = (now[1] - self._last[1]) - (now[2] - self._last[2])
-        self._last = now
-        return max(0.0, others / wall)
-
-    def apply(self) -> int:
-        """Pick and set the thread count for the next call; returns it."""
+    def start(self) -> int:
+        """Set the thread count for a heavy call about to run (judged from the previous call's
+        window) and open this call's window; returns the count."""
         if self.fixed is not None:
             return self.fixed
-        others = self.others_busy()
-        if others is not None:
-            free = self.cpus - others
-            self.threads = max(1, min(self.cpus, int(free + 0.3)))
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
+        self._started = self._sample()
         return self.threads
+
+    def stop(self) -> None:
+        """Close the window: how busy the other processes kept the CPUs while the call ran
+        decides the next call's count (a window under 0.25 s is too short to judge by)."""
+        begun, self._started = self._started, None
+        now = self._sample() if begun is not None else None
+        if begun is None or now is None or now[0] - begun[0] < _MIN_WINDOW_S:
+            return
+        others = max(0.0, (now[1] - begun[1]) - (now[2] - begun[2])) / (now[0] - begun[0])
+        self.threads = max(1, min(self.cpus, int(self.cpus - others + 0.3)))
+
+    @contextlib.contextmanager
+    def governing(self) -> Iterator[int]:
+        """``start()`` ... ``stop()`` around a heavy call."""
+        threads = self.start()
+        try:
+            yield threads
+        finally:
+            self.stop()
