@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from transformers import DynamicCache
+from transformers import DynamicCache, StoppingCriteria, StoppingCriteriaList
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
 from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
@@ -32,6 +32,19 @@ from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 # transformers 5 renamed generate's ``past_key_values`` (argument and output field) ``cache``
 _CACHE = "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
+
+
+class _Tick(StoppingCriteria):
+    """Never stops generation: lets the thread governor re-judge between decoding steps."""
+
+    def __init__(self, governor: ThreadGovernor):
+        self.governor = governor
+
+    def __call__(
+        self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any
+    ) -> torch.Tensor:
+        self.governor.tick()
+        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
 class LocalBackend:
@@ -164,6 +177,7 @@ class LocalBackend:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        kwargs["stopping_criteria"] = StoppingCriteriaList([_Tick(self.governor)])
         if reused_width:
             like = next(h for h in hits if h is not None).kv
             kv = batch_cache(hits, reused_width, like)
@@ -297,6 +311,7 @@ class LocalBackend:
             1.0, float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in trained))
         )
         for part in self._micro_batches(trained):
+            self.governor.tick()
             ids, attention, mask, old, adv = self._batch(part)
             logp, entropy = token_logprobs(self.model, ids, attention)
             ref = None

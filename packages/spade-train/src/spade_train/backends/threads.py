@@ -8,8 +8,9 @@ machine two threads can cost several times one.
 
 ``threads: auto`` (the default) therefore measures, while each generation or train step runs,
 how much CPU the *other* processes use (``/proc/stat`` minus this process's own time) and
-gives the next call the CPUs they left free, at least one. Only the time of the heavy calls
-counts: between them this process's own sandbox workers (children, not yet reaped) run the
+gives the next call the CPUs they left free, at least one; a long call re-judges every
+2 s (each decoding step and micro-batch ticks), the first one after a 0.25 s look. Only the
+time of the heavy calls counts: between them this process's own sandbox workers (children, not yet reaped) run the
 environments and would look like other load. Processes running at a lower priority than
 ours (``nice``) do not count: the scheduler hands their CPU to us. An integer fixes the
 count; so does ``OMP_NUM_THREADS`` in the environment. The thread count changes float sums in
@@ -28,6 +29,7 @@ import torch
 
 _STAT = Path("/proc/stat")
 _MIN_WINDOW_S = 0.25  # shorter windows are too noisy to judge by
+_TICK_S = 2.0  # how often a long call re-judges
 
 
 def _allowed_cpus() -> int:
@@ -75,6 +77,7 @@ class ThreadGovernor:
         # our own time lands in /proc/stat's "nice" column when we run niced ourselves
         self.include_niced = os.getpriority(os.PRIO_PROCESS, 0) > 0
         self._started: tuple[float, float, float] | None = None
+        self._first = True
         self.threads = self.fixed or self.cpus
         if self.fixed:
             torch.set_num_threads(self.fixed)
@@ -90,10 +93,24 @@ class ThreadGovernor:
         window) and open this call's window; returns the count."""
         if self.fixed is not None:
             return self.fixed
+        if self._first:  # nothing measured yet: a short look at the machine first
+            self._first = False
+            self._started = self._sample()
+            time.sleep(_MIN_WINDOW_S)
+            self.stop()
         if torch.get_num_threads() != self.threads:
             torch.set_num_threads(self.threads)
         self._started = self._sample()
         return self.threads
+
+    def tick(self) -> None:
+        """Inside a long call (each decoding step, each micro-batch): re-judge once a window
+        of :data:`_TICK_S` has passed, so load that starts or ends mid-call is followed."""
+        begun = self._started
+        if self.fixed is not None or begun is None or time.monotonic() - begun[0] < _TICK_S:
+            return
+        self.stop()
+        self.start()
 
     def stop(self) -> None:
         """Close the window: how busy the other processes kept the CPUs while the call ran
