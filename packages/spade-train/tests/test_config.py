@@ -177,3 +177,11 @@ def test_dump_load_round_trip(name: str, tmp_path) -> None:
     again = load_recipe(str(path))
     assert again == cfg
     assert yaml.safe_load(path.read_text())["seed"] == 3
+
+
+def test_local_thread_and_reuse_options_reach_the_backend() -> None:
+    cfg = load_recipe("quickstart", ["backend.options={threads: 1, reuse_kv: false}"])
+    kw = cfg.backend.backend_kwargs(cfg.seed)
+    assert kw["threads"] == 1 and kw["reuse_kv"] is False
+    with pytest.raises(Exception, match="threads"):
+        load_recipe("quickstart", ["backend.options.threads=0x"])

@@ -72,6 +72,9 @@ class LocalOptions(BackendOptions):
     threads: int | Literal["auto"] = "auto"
     """torch's CPU threads: ``auto`` gives it the CPUs other processes leave free, re-judged
     before every generation and train step (oversubscribed OpenMP threads cost 5-7x)."""
+    reuse_kv: bool = True
+    """Keep each generated row's keys and values and feed a later prompt that extends it only
+    its new tokens (multi-turn play; same tokens, log-probs within float rounding)."""
 
     def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
         model = str(common.get("model", ""))
