@@ -136,17 +136,25 @@ class FrameReader:
         return bool(self.buffer)
 
     def _fill(self, want: int, deadline: float | None, poll=None, poll_s: float = 0.05) -> None:
+        # With a deadline the reply is rarely there yet when this is called (the request was
+        # just sent): wait in select() first rather than fail a read and raise first.
+        ready = deadline is None and poll is None
         while True:
-            try:
-                chunk = os.read(self.fd, min(max(want - len(self.buffer), 1 << 16), 1 << 20))
-            except BlockingIOError:
+            if not ready:
                 left = deadline - time.monotonic() if deadline is not None else None
                 if left is not None and left <= 0:
-                    raise TimeoutError("read did not finish before the deadline") from None
+                    raise TimeoutError("read did not finish before the deadline")
                 if poll is not None:
                     left = poll_s if left is None else min(left, poll_s)
-                if not select.select([self.fd], [], [], left)[0] and poll is not None:
-                    poll()  # may raise: the caller's check while the other side works
+                ready = bool(select.select([self.fd], [], [], left)[0])
+                if not ready:
+                    if poll is not None:
+                        poll()  # may raise: the caller's check while the other side works
+                    continue
+            try:
+                chunk = os.read(self.fd, min(max(want - len(self.buffer), 1 << 16), 1 << 20))
+            except BlockingIOError:  # readable, then not (or a non-blocking fd with no deadline)
+                ready = False
                 continue
             except ConnectionResetError:
                 chunk = b""
