@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from transformers import DynamicCache, StoppingCriteria, StoppingCriteriaList
+from transformers import StoppingCriteria, StoppingCriteriaList
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
+from spade_train.backends.kv_cache import new_cache
 from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
 from spade_train.backends.render import render_prompt
 from spade_train.backends.threads import ThreadGovernor
@@ -178,10 +179,11 @@ class LocalBackend:
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
         kwargs["stopping_criteria"] = StoppingCriteriaList([_Tick(self.governor)])
+        kv = None
         if reused_width:
             like = next(h for h in hits if h is not None).kv
             kv = batch_cache(hits, reused_width, like)
-            kwargs[_CACHE] = DynamicCache(kv, config=self.model.config)
+        kwargs[_CACHE] = new_cache(self.model.config, kv)
         result = self.model.generate(
             input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs
         )
