@@ -1,7 +1,7 @@
 """Local-backend generation in multi-turn play: key/value reuse across turns, and threads.
 
     uv run --package spade-train python packages/spade-train/benchmarks/bench_generate.py \
-        [--model embedded:smollm2-135m] [--episodes 16] [--turns 3] [--rounds 2] [--load]
+        [--model embedded:smollm2-135m] [--episodes 16] [--turns 3] [--rounds 2] [--load] [--design]
 
 Plays the same episodes (same seeds: a system prompt, a game observation, replies of up to 16
 tokens, a feedback line per turn, as the quickstart's agent) with ``reuse_kv`` off (the
@@ -9,7 +9,10 @@ baseline: every turn re-encodes the whole conversation) and on, alternating, and
 time ratio, the prompt tokens fed to the model per new token, and whether the sampled tokens
 agree. "fed per new token": prompt tokens the model ran over (padding included) per prompt
 token it had not seen before (issue 23's goal: <= 1.3). ``--load`` repeats the comparison of ``threads: 2`` against ``threads: auto`` with one
-CPU-bound process running beside it.
+CPU-bound process running beside it. ``--design`` times a designer-shaped batch (4 prompts of
+~600 tokens, 520 new tokens each, as the quickstart's design call) with the block-growing
+key/value cache (``backends/kv_cache.py``) against transformers' ``DynamicCache``, which
+concatenates every layer's cache at every step.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import subprocess
 import sys
 import time
 
-from spade_train.backends import make_backend
+from spade_train.backends import local, make_backend
+from spade_train.backends.kv_cache import new_cache
 from spade_train.types import SamplingParams
 
 SYSTEM = (
@@ -86,6 +90,37 @@ def compare(args, label: str, base: dict, fast: dict) -> None:
     print(f"  speedup {ma / mb:.2f}x   same sampled tokens: {same}")
 
 
+def concatenating_cache(config, kv=None):
+    """transformers' own cache, which grows by concatenation (the baseline of ``--design``)."""
+    from transformers import DynamicCache
+
+    return DynamicCache(kv, config=config) if kv else DynamicCache(config=config)
+
+
+def compare_design(args) -> None:
+    backend = make_backend("local", model=args.model, gen_batch_size=4, threads=2)
+    code = "def reset(self, seed=None):\n    self.rng = random.Random(seed)\n" * 25
+    convs = [[{"role": "user", "content": f"{code}# variant {i}"}] for i in range(4)]
+    params = SamplingParams(max_new_tokens=520, temperature=0.3, top_p=0.95, seed=1)
+    backend.generate(convs[:1], SamplingParams(max_new_tokens=4, seed=1))  # warm up
+    times: dict[str, list[float]] = {"concatenating": [], "growing": []}
+    tokens: dict[str, list[list[int]]] = {}
+    for _ in range(args.rounds):
+        for name, make in (("concatenating", concatenating_cache), ("growing", new_cache)):
+            local.new_cache = make  # type: ignore[assignment]
+            started = time.perf_counter()
+            gens = backend.generate(convs, params)
+            times[name].append(time.perf_counter() - started)
+            tokens[name] = [g.completion_ids for g in gens]
+    local.new_cache = new_cache  # type: ignore[assignment]
+    base, fast = (statistics.median(times[k]) for k in ("concatenating", "growing"))
+    n = sum(len(t) for t in tokens["growing"])
+    print(f"designer-shaped batch (4 x ~{len(gens[0].prompt_ids)} prompt tokens, {n} new tokens)")
+    print(f"  DynamicCache (concatenates) {base:7.2f} s   growing cache {fast:7.2f} s   "
+          f"speedup {base / fast:.2f}x   same sampled tokens: "
+          f"{tokens['growing'] == tokens['concatenating']}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="embedded:smollm2-135m")
@@ -94,7 +129,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--load", action="store_true")
+    parser.add_argument("--design", action="store_true")
     args = parser.parse_args()
+    if args.design:
+        compare_design(args)
     compare(args, "key/value reuse across turns (threads 2)",
             {"reuse_kv": False, "threads": 2}, {"reuse_kv": True, "threads": 2})  # fmt: skip
     if args.load:
