@@ -35,6 +35,8 @@ class SamplingConfig(_Strict):
     top_k: int = Field(0, ge=0)
     stop: list[str] = Field(default_factory=list)
     """Extra stop strings (the completion ends with the one that stopped it)."""
+    balanced_stop: bool = False
+    """A stop string counts only outside braces the reply opened itself (local backend)."""
     enable_thinking: bool | None = None
     """Thinking mode for templates that have one (Qwen3 ``enable_thinking``); ``None`` leaves
     the template's default. Set per role: ``designer.sampling`` and ``agent.sampling``."""
@@ -47,6 +49,7 @@ class SamplingConfig(_Strict):
             top_p=self.top_p,
             top_k=self.top_k,
             stop=tuple(self.stop),
+            balanced_stop=self.balanced_stop,
             seed=seed,
             enable_thinking=self.enable_thinking,
         )

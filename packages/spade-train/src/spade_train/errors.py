@@ -20,6 +20,12 @@ class BackendError(SpadeTrainError, RuntimeError):
     """A backend could not be created or used; the message names the problem and the fix."""
 
 
+BALANCED_STOP_UNSUPPORTED = (
+    "sampling.balanced_stop is implemented by the local backend only, not by {backend}; "
+    "set it false (stop strings then end a reply at their first occurrence)"
+)
+
+
 class RunDirError(SpadeTrainError, RuntimeError):
     """A run directory is missing or not usable; the message says what to do."""
 

@@ -29,6 +29,10 @@ class SamplingParams:
     """0 disables top-k filtering."""
     stop: tuple[str, ...] = ()
     """Extra stop strings; the tokenizer's end-of-turn token always stops."""
+    balanced_stop: bool = False
+    """A stop string counts only outside braces the completion opened itself (a ``}`` stop
+    then ends a reply at the brace that closes a prompt-opened ``\\boxed{``, not at an inner
+    one). Local backend only; the others refuse it."""
     seed: int | None = None
     """Seed for this batch; ``None`` continues the backend's own generator."""
     enable_thinking: bool | None = None

@@ -25,6 +25,7 @@ from transformers.generation.utils import GenerateDecoderOnlyOutput
 from spade_train.backends.kv_cache import new_cache
 from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
 from spade_train.backends.render import render_prompt
+from spade_train.backends.stops import BalancedStop, first_stop
 from spade_train.backends.threads import ThreadGovernor
 from spade_train.errors import BackendError
 from spade_train.loss import policy_loss, token_logprobs
@@ -176,9 +177,12 @@ class LocalBackend:
         }
         if sampling:
             kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
-        if params.stop:
+        criteria: list[StoppingCriteria] = [_Tick(self.governor)]
+        if params.stop and params.balanced_stop:
+            criteria.append(BalancedStop(self._decode, params.stop, width))
+        elif params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
-        kwargs["stopping_criteria"] = StoppingCriteriaList([_Tick(self.governor)])
+        kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
         kv = None
         if reused_width:
             like = next(h for h in hits if h is not None).kv
@@ -212,7 +216,7 @@ class LocalBackend:
                 # rest of a stopped row); "contains a stop" only grows with k: bisect for it
                 def stops(k: int, tokens: list[int] = tokens) -> bool:
                     text = self._decode(tokens[:k])
-                    return any(stop in text for stop in params.stop)
+                    return first_stop(text, params.stop, params.balanced_stop) is not None
 
                 if stops(end):
                     lo, hi = 1, end

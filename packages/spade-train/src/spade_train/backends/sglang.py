@@ -17,6 +17,7 @@ import httpx
 
 from spade_train.backends.base import BackendError
 from spade_train.backends.render import render_prompt
+from spade_train.errors import BALANCED_STOP_UNSUPPORTED
 from spade_train.types import Generation, Message, SamplingParams
 
 INSTALL_HINT = "install sglang on a GPU machine: pip install 'sglang[all]'"
@@ -24,6 +25,8 @@ INSTALL_HINT = "install sglang on a GPU machine: pip install 'sglang[all]'"
 
 def sampling_payload(params: SamplingParams) -> dict[str, Any]:
     """SGLang ``sampling_params`` for our :class:`SamplingParams` (top_k 0 → -1, i.e. off)."""
+    if params.balanced_stop:
+        raise BackendError(BALANCED_STOP_UNSUPPORTED.format(backend="sglang"))
     out: dict[str, Any] = {
         "max_new_tokens": params.max_new_tokens,
         "temperature": params.temperature,

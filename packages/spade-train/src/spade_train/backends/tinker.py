@@ -23,7 +23,7 @@ from typing import Any
 import tinker
 
 from spade_train.backends.render import render_prompt
-from spade_train.errors import BackendError
+from spade_train.errors import BALANCED_STOP_UNSUPPORTED, BackendError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
 LOSSES = ("ppo", "importance_sampling")
@@ -71,6 +71,8 @@ def adam_params(
 
 def tinker_sampling_params(params: SamplingParams) -> tinker.SamplingParams:
     """Our sampling parameters in Tinker's form (top_k 0 → -1, i.e. off)."""
+    if params.balanced_stop:
+        raise BackendError(BALANCED_STOP_UNSUPPORTED.format(backend="tinker"))
     return tinker.SamplingParams(
         max_tokens=params.max_new_tokens,
         seed=params.seed,
