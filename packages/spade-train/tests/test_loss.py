@@ -50,3 +50,49 @@ def test_unknown_aggregation():
         policy_loss(
             torch.zeros(1, 2), torch.zeros(1, 2), torch.ones(1), torch.ones(1, 2), aggregation="x"
         )
+
+
+def _tiny_batch():
+    from spade_train.models import load_policy
+
+    model, _ = load_policy("tiny:qwen3", device="cpu", dtype="float32")
+    torch.manual_seed(0)
+    ids = torch.randint(5, 1000, (3, 12))
+    attention = torch.ones_like(ids)
+    attention[2, 9:] = 0  # a shorter, right-padded row
+    trained = torch.zeros_like(ids, dtype=torch.bool)
+    trained[0, 7:] = True
+    trained[1, 3:5] = True
+    trained[2, 6:9] = True
+    return model, ids, attention, trained
+
+
+def test_logprobs_at_chosen_positions_equal_the_full_computation():
+    from spade_train.loss import token_logprobs
+
+    model, ids, attention, trained = _tiny_batch()
+    assert model.config.model_type == "qwen3"  # a type whose head may run at chosen positions
+    full_lp, full_ent = token_logprobs(model, ids, attention)
+    lp, ent = token_logprobs(model, ids, attention, trained)
+    assert torch.allclose(lp[trained], full_lp[trained], atol=1e-5)
+    assert torch.allclose(ent[trained], full_ent[trained], atol=1e-4)
+    assert not lp[~trained].any() and not ent[~trained].any()
+    # and the gradient of a loss over the chosen positions is the same
+    for values in (full_lp, lp):
+        model.zero_grad()
+        (values * trained).sum().backward(retain_graph=True)
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        if values is full_lp:
+            want = grads
+    for got, exp in zip(grads, want, strict=True):
+        assert torch.allclose(got, exp, atol=1e-5)
+
+
+def test_other_model_types_take_the_full_path(monkeypatch):
+    from spade_train.loss import token_logprobs
+
+    model, ids, attention, trained = _tiny_batch()
+    monkeypatch.setattr(model.config, "model_type", "gemma2")  # soft-caps its logits
+    monkeypatch.setattr(model, "get_decoder", None)  # the chosen-position path would fail
+    lp, _ = token_logprobs(model, ids, attention, trained)
+    assert lp[~trained].any()  # full path: every position has its log-prob

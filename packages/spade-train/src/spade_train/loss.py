@@ -20,16 +20,51 @@ from __future__ import annotations
 
 import torch
 
+_HEAD_ONLY = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+"""Model types whose causal-LM logits are exactly the output embedding of the decoder's last
+hidden state (no logit scaling or soft-capping), so they can be taken at chosen positions."""
+
 
 def token_logprobs(
-    model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    positions: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token log-probs (and entropies) of ``input_ids``: index ``i`` is the log-prob of token
-    ``i`` given tokens ``< i``; position 0 gets 0."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    ``i`` given tokens ``< i``; position 0 gets 0.
+
+    ``positions`` (bool, the shape of ``input_ids``): only these tokens are needed; the others
+    get 0. For the model types of ``_HEAD_ONLY`` the vocabulary projection and softmax then
+    run only there (a designer sample's prompt is half its tokens and an agent sample's most
+    of them); the kept values equal the full computation's to float rounding."""
+    config = getattr(model, "config", None)
+    if positions is None or getattr(config, "model_type", None) not in _HEAD_ONLY:
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+        return _picked_and_entropy(logits, input_ids[:, 1:])
+    decoder = model.get_decoder()  # type: ignore[operator]
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    keep = positions[:, 1:].bool()
+    logits = model.get_output_embeddings()(hidden[:, :-1][keep]).float()  # type: ignore[operator]
+    picked, entropy = _picked_and_entropy(logits, input_ids[:, 1:][keep])
+    out = []
+    for values in (picked, entropy):
+        full = values.new_zeros(input_ids.shape)
+        full[:, 1:] = full[:, 1:].masked_scatter(keep, values)
+        out.append(full)
+    return out[0], out[1]
+
+
+def _picked_and_entropy(
+    logits: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-prob of each target and the entropy, from logits over the vocabulary (last axis);
+    for a (batch, time) layout position 0 is prepended as 0."""
     logp_all = torch.log_softmax(logits, dim=-1)
-    picked = logp_all.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    picked = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     entropy = -(logp_all.exp() * logp_all).sum(-1)
+    if picked.dim() == 1:
+        return picked, entropy
     zero = torch.zeros_like(picked[:, :1])
     return torch.cat([zero, picked], dim=1), torch.cat([zero, entropy], dim=1)
 

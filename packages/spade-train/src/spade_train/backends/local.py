@@ -319,11 +319,12 @@ class LocalBackend:
         for part in self._micro_batches(trained):
             self.governor.tick()
             ids, attention, mask, old, adv = self._batch(part)
-            logp, entropy = token_logprobs(self.model, ids, attention)
+            trained_at = mask > 0  # the loss reads log-probs only where the mask is 1
+            logp, entropy = token_logprobs(self.model, ids, attention, trained_at)
             ref = None
             if self.ref_model is not None:
                 with torch.no_grad():
-                    ref, _ = token_logprobs(self.ref_model, ids, attention)
+                    ref, _ = token_logprobs(self.ref_model, ids, attention, trained_at)
             loss, metrics = policy_loss(
                 logp,
                 old,
