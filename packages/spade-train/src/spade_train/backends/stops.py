@@ -35,14 +35,19 @@ def first_stop(text: str, stops: Sequence[str], balanced: bool = False) -> int |
 
 
 class BalancedStop(StoppingCriteria):
-    """Stops each row once its text since ``start`` holds a balanced stop (see module doc)."""
+    """Stops each row once its text since ``start`` holds a balanced stop (see module doc).
+    A row that stopped stays stopped (a stop in a prefix stays in every longer text), so it
+    is not decoded again."""
 
     def __init__(self, decode: Callable[[list[int]], str], stops: Sequence[str], start: int):
         self.decode, self.stops, self.start = decode, tuple(stops), start
+        self.done: list[bool] = []
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs) -> torch.Tensor:
-        done = [
-            first_stop(self.decode(row[self.start :].tolist()), self.stops, True) is not None
-            for row in input_ids
-        ]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        if len(self.done) != len(input_ids):
+            self.done = [False] * len(input_ids)
+        for i, row in enumerate(input_ids):
+            if not self.done[i]:
+                text = self.decode(row[self.start :].tolist())
+                self.done[i] = first_stop(text, self.stops, True) is not None
+        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)

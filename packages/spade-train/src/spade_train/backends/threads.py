@@ -10,8 +10,8 @@ machine two threads can cost several times one.
 how much CPU the *other* processes use (``/proc/stat`` minus this process's own time) and
 gives the next call the CPUs they left free, at least one; a long call re-judges every
 2 s (each decoding step and micro-batch ticks), the first one after a 0.25 s look. Only the
-time of the heavy calls counts: between them this process's own sandbox workers (children, not yet reaped) run the
-environments and would look like other load. Processes running at a lower priority than
+time of the heavy calls counts: between them this process's own sandbox workers (children,
+not yet reaped) run the environments and would look like other load. Processes running at a lower priority than
 ours (``nice``) do not count: the scheduler hands their CPU to us. An integer fixes the
 count; so does ``OMP_NUM_THREADS`` in the environment. The thread count changes float sums in
 the last bits (tokens identical, log-probs within 2e-5 in a check); fix it for bit-exact runs.
