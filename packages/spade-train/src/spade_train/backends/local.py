@@ -14,6 +14,7 @@ import random
 import shutil
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,7 @@ from transformers.generation.utils import GenerateDecoderOnlyOutput
 from spade_train.backends.kv_cache import new_cache
 from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
 from spade_train.backends.render import render_prompt
+from spade_train.backends.shared_prefill import distinct_rows, shared_prefill
 from spade_train.backends.stops import BalancedStop, first_stop
 from spade_train.backends.threads import ThreadGovernor
 from spade_train.errors import BackendError
@@ -160,6 +162,12 @@ class LocalBackend:
                 out += self._generate_batch(prompts[start : start + self.gen_batch_size], params)
         return out
 
+    @property
+    def _core(self) -> torch.nn.Module:
+        """The transformers model whose forward ``generate`` calls (under LoRA: peft's base)."""
+        get_base = getattr(self.model, "get_base_model", None)
+        return get_base() if callable(get_base) else self.model
+
     def _generate_batch(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         hits: list[Hit | None] = [None] * len(prompts)
         if self.prefixes is not None:
@@ -188,9 +196,13 @@ class LocalBackend:
             like = next(h for h in hits if h is not None).kv
             kv = batch_cache(hits, reused_width, like)
         kwargs[_CACHE] = new_cache(self.model.config, kv)
-        result = self.model.generate(
-            input_ids=input_ids.to(self.device), attention_mask=attention.to(self.device), **kwargs
-        )
+        shared = None if reused_width else distinct_rows(input_ids, attention)
+        with shared_prefill(self._core, *shared) if shared else nullcontext():
+            result = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention.to(self.device),
+                **kwargs,
+            )
         self._count_prompt_tokens(prompts, hits, width - reused_width)
         sequences = result.sequences[:, width:]
         # each step's log-prob of the token it chose, not the whole (rows x steps x vocab) table
