@@ -361,3 +361,34 @@ def test_in_loop_eval_every_cycle_is_resumed_without_repeat_or_skip(tmp_path):
         "cycle_0002",
     ]
     assert (tmp_path / "run/plots/eval.png").exists()
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_leaves_no_temp_dir(
+    tmp_path, monkeypatch, capsys
+):
+    import errno
+
+    from spade_train.cli import main
+
+    def no_space(self, path):
+        path.mkdir(parents=True)
+        (path / "model.safetensors").write_bytes(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(LocalBackend, "save", no_space)
+    run = tmp_path / "run"
+    args = ["train", "--recipe", "quickstart", "--run-dir", str(run), *SMALL]
+    args += ["cycles=1", "mode=fixed-procedural", "fixed.generators=[gcd]"]
+    code = main(args)
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+    assert code == 2 and len(errors) == 1
+    assert "did not fit on the disk" in errors[0] and f"spade resume {run}" in errors[0]
+    assert not list((run / "checkpoints").iterdir())  # the half-written checkpoint is gone
+    # another failure while writing (not the disk) is not dressed up as a full disk
+    monkeypatch.setattr(LocalBackend, "save", lambda self, path: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        start_run(
+            small("quickstart", "cycles=1", "mode=fixed-procedural", "fixed.generators=[gcd]"),
+            tmp_path / "run2",
+            progress=False,
+        ).train()

@@ -16,7 +16,9 @@ where the last one left off.
 
 from __future__ import annotations
 
+import errno
 import json
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -39,7 +41,7 @@ from spade_train.cycle import (
     rng_to_json,
     run_cycle,
 )
-from spade_train.errors import RecipeError
+from spade_train.errors import RecipeError, RunDirError
 from spade_train.plots import write_plots
 from spade_train.progress import StageProgress, summary_line
 from spade_train.rundir import RunDir, atomic_write_json
@@ -284,8 +286,22 @@ class SelfPlay:
 
     # -- checkpoints ------------------------------------------------------------------------
     def checkpoint(self) -> Path:
+        tmp = self.run.begin_checkpoint(self.state.cycle)
+        try:
+            return self._write_checkpoint(tmp)
+        except (OSError, RuntimeError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not disk_full(exc, tmp.parent):
+                raise
+            raise RunDirError(
+                f"cycle {self.state.cycle}'s checkpoint did not fit on the disk of "
+                f"{self.run.root} ({exc}); free some space (old runs, "
+                "checkpoint.keep=1) and continue with `spade resume "
+                f"{self.run.root}`"
+            ) from None
+
+    def _write_checkpoint(self, tmp: Path) -> Path:
         st = self.state
-        tmp = self.run.begin_checkpoint(st.cycle)
         self.backend.save(tmp / "policy")
         st.memory.save(tmp / "memory.json")
         state = {
@@ -338,6 +354,17 @@ class _Pending:
     row: dict[str, Any]
     batch: list[TrainSample]
     wait: Callable[[], dict[str, float]] | None = None
+
+
+def disk_full(exc: BaseException, where: Path) -> bool:
+    """Whether a failed write ran out of space: ENOSPC/EDQUOT, or an error from a writer that
+    hides the errno (torch's zip writer) while less than 64 MiB is left at ``where``."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    try:
+        return shutil.disk_usage(where).free < 64 * 2**20
+    except OSError:
+        return False
 
 
 def corpus_missing(name: str) -> str:
