@@ -96,3 +96,31 @@ def test_other_model_types_take_the_full_path(monkeypatch):
     monkeypatch.setattr(model, "get_decoder", None)  # the chosen-position path would fail
     lp, _ = token_logprobs(model, ids, attention, trained)
     assert lp[~trained].any()  # full path: every position has its log-prob
+
+
+@pytest.mark.parametrize("prefix", [1, 6, 9])
+def test_a_shared_prefix_run_once_gives_the_same_logprobs_and_gradients(prefix):
+    from spade_train.loss import token_logprobs
+
+    model, ids, attention, trained = _tiny_batch()
+    ids[1:, :9] = ids[0, :9]  # three rows of one prompt (9 tokens), the last one right-padded
+    trained[:, :9] = False
+    trained[1, 10:] = True
+    want_lp, want_ent = token_logprobs(model, ids, attention, trained)
+    calls = []
+    hook = model.get_decoder().register_forward_pre_hook(
+        lambda _m, _a, kw: calls.append(kw["input_ids"].shape), with_kwargs=True
+    )
+    lp, ent = token_logprobs(model, ids, attention, trained, shared_prefix=prefix)
+    hook.remove()
+    assert calls == [(1, prefix), (3, 12 - prefix)]  # the prefix once, then every row's rest
+    assert torch.allclose(lp, want_lp, atol=1e-5) and torch.allclose(ent, want_ent, atol=1e-4)
+    assert not lp[~trained].any()
+    grads = []
+    for values in (want_lp, lp):
+        model.zero_grad()
+        (values * trained).sum().backward(retain_graph=True)
+        grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1])
+    for got, exp in zip(grads[1], grads[0], strict=True):
+        assert torch.allclose(got, exp, atol=1e-5)

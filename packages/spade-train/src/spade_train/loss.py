@@ -18,6 +18,8 @@ does is down-weighted; one it found less likely is up-weighted, at most ``tis_cl
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 _HEAD_ONLY = frozenset({"llama", "mistral", "qwen2", "qwen3"})
@@ -30,6 +32,7 @@ def token_logprobs(
     input_ids: torch.Tensor,
     attention_mask: torch.Tensor,
     positions: torch.Tensor | None = None,
+    shared_prefix: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token log-probs (and entropies) of ``input_ids``: index ``i`` is the log-prob of token
     ``i`` given tokens ``< i``; position 0 gets 0.
@@ -37,13 +40,21 @@ def token_logprobs(
     ``positions`` (bool, the shape of ``input_ids``): only these tokens are needed; the others
     get 0. For the model types of ``_HEAD_ONLY`` the vocabulary projection and softmax then
     run only there (a designer sample's prompt is half its tokens and an agent sample's most
-    of them); the kept values equal the full computation's to float rounding."""
+    of them); the kept values equal the full computation's to float rounding.
+
+    ``shared_prefix`` = P > 0: every row starts with the same P tokens, none of them padding
+    (a GRPO group's prompt). For those model types the decoder then runs the prefix once and
+    the rows' remainders on top of its key/value cache; gradients reach the weights through
+    both. Same values to float rounding (tested)."""
     config = getattr(model, "config", None)
     if positions is None or getattr(config, "model_type", None) not in _HEAD_ONLY:
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
         return _picked_and_entropy(logits, input_ids[:, 1:])
     decoder = model.get_decoder()  # type: ignore[operator]
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    if 0 < shared_prefix < input_ids.shape[1]:
+        hidden = _prefix_once(decoder, input_ids, attention_mask, shared_prefix)
+    else:
+        hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     keep = positions[:, 1:].bool()
     logits = model.get_output_embeddings()(hidden[:, :-1][keep]).float()  # type: ignore[operator]
     picked, entropy = _picked_and_entropy(logits, input_ids[:, 1:][keep])
@@ -53,6 +64,30 @@ def token_logprobs(
         full[:, 1:] = full[:, 1:].masked_scatter(keep, values)
         out.append(full)
     return out[0], out[1]
+
+
+def _prefix_once(
+    decoder: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor, prefix: int
+) -> torch.Tensor:
+    """The decoder's last hidden states of every row, the shared first ``prefix`` tokens run
+    once (row 0's) and the rest of each row on a copy of their key/value cache."""
+    from transformers import DynamicCache
+
+    rows = input_ids.shape[0]
+    cache = DynamicCache(config=getattr(decoder, "config", None))
+    name = (
+        "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    )
+    head = decoder(input_ids=input_ids[:1, :prefix], use_cache=True, **{name: cache})
+    cache.batch_repeat_interleave(rows)
+    tail = decoder(
+        input_ids=input_ids[:, prefix:],
+        attention_mask=attention_mask,
+        use_cache=True,
+        **{name: cache},
+    )
+    shared = head.last_hidden_state.expand(rows, -1, -1)
+    return torch.cat([shared, tail.last_hidden_state], dim=1)
 
 
 def _picked_and_entropy(

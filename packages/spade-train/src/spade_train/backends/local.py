@@ -29,6 +29,7 @@ from spade_train.backends.render import render_prompt
 from spade_train.backends.shared_prefill import distinct_rows, shared_prefill
 from spade_train.backends.stops import BalancedStop, first_stop
 from spade_train.backends.threads import ThreadGovernor
+from spade_train.backends.train_parts import shared_head_parts
 from spade_train.errors import BackendError
 from spade_train.loss import policy_loss, token_logprobs
 from spade_train.models import load_policy
@@ -318,8 +319,9 @@ class LocalBackend:
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum, sums = 0.0, {"clip_frac": 0.0, "approx_kl": 0.0, "entropy": 0.0}
         # A sample with advantage 0 adds nothing to the clipped surrogate's gradient; without KL
-        # and entropy terms it is left out (same gradient, none of its compute). Micro-batches
-        # are cut from length-sorted samples so little of each is padding.
+        # and entropy terms it is left out (same gradient, none of its compute). Samples of one
+        # prompt share a micro-batch whose prompt runs once (train_parts.py); the others are cut
+        # from length-sorted samples so little of each is padding.
         if not (self.kl_coef or self.entropy_coef):
             trained = [s for s in samples if s.advantage != 0.0]
         else:
@@ -328,15 +330,18 @@ class LocalBackend:
         trained_tokens = max(
             1.0, float(sum(sum(s.loss_mask[-self.max_seq_len :][1:]) for s in trained))
         )
-        for part in self._micro_batches(trained):
+        shared, rest = shared_head_parts(
+            trained, self.max_seq_len, self.micro_batch_size, self.micro_batch_tokens
+        )
+        for part, head in [*shared, *((p, 0) for p in self._micro_batches(rest))]:
             self.governor.tick()
             ids, attention, mask, old, adv = self._batch(part)
             trained_at = mask > 0  # the loss reads log-probs only where the mask is 1
-            logp, entropy = token_logprobs(self.model, ids, attention, trained_at)
+            logp, entropy = token_logprobs(self.model, ids, attention, trained_at, head)
             ref = None
             if self.ref_model is not None:
                 with torch.no_grad():
-                    ref, _ = token_logprobs(self.ref_model, ids, attention, trained_at)
+                    ref, _ = token_logprobs(self.ref_model, ids, attention, trained_at, head)
             loss, metrics = policy_loss(
                 logp,
                 old,
