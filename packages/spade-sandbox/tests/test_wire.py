@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 
 import pytest
@@ -73,6 +74,56 @@ def test_eof_and_deadline():
         assert caught.value.kind == "eof"
     finally:
         os.close(r)
+
+
+def _frame_later(w: int, delay_s: float) -> threading.Thread:
+    def write() -> None:
+        time.sleep(delay_s)
+        wire.write_frame(w, {"late": delay_s})
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    return thread
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="polling needs two CPUs")
+def test_reader_polls_then_sleeps_for_a_slow_peer():
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    reader = wire.FrameReader(r)
+    blocking = wire.FrameReader(os.dup(r))
+    os.set_blocking(blocking.fd, True)
+    try:
+        assert reader.spins
+        for delay in (0.0, 0.05):  # within the polling window, and long after it
+            thread = _frame_later(w, delay)
+            assert reader.read(100, deadline=time.monotonic() + 5) == {"late": delay}
+            thread.join()
+            thread = _frame_later(w, delay)
+            assert blocking.read(100) == {"late": delay}  # a blocking read (no deadline)
+            thread.join()
+        with pytest.raises(TimeoutError):  # the deadline still holds
+            reader.read(100, deadline=time.monotonic() + 0.01)
+    finally:
+        for fd in (r, w, blocking.fd):
+            os.close(fd)
+
+
+def test_reader_on_one_cpu_never_polls():
+    allowed = os.sched_getaffinity(0)
+    r, w = os.pipe()
+    try:
+        os.sched_setaffinity(0, {min(allowed)})
+        reader = wire.FrameReader(r)
+    finally:
+        os.sched_setaffinity(0, allowed)
+    try:
+        wire.write_frame(w, {"x": 1})
+        assert reader.read(100) == {"x": 1}
+        assert not reader.spins
+    finally:
+        os.close(r)
+        os.close(w)
 
 
 @given(

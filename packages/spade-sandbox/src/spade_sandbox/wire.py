@@ -35,6 +35,12 @@ FRAME_OVERHEAD_BYTES = 16 * 1024
 """Room for the JSON envelope and `info` beyond the output cap when sizing a reply cap."""
 MAX_DEPTH = 64
 """Deepest nesting of lists and dicts a frame may carry (the envelope counts as one level)."""
+SPIN_S = 50e-6
+"""How long a reader polls (yielding the CPU between polls) before it sleeps in the kernel.
+Waking a sleeping process on another CPU costs this VM ~100 us a round trip; a reply that
+comes within the window is picked up at once. A reader on a slow peer (a worker waiting for
+the policy) spends at most this much CPU per wait. A reader made on a single CPU never polls:
+there it would only delay the peer."""
 
 
 class FrameError(Exception):
@@ -130,15 +136,30 @@ class FrameReader:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buffer = bytearray()
+        self.spins = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
+
+    def _spin(self) -> bool:
+        """Poll the fd for up to SPIN_S (not on one CPU); True once it is readable."""
+        if not self.spins:
+            return False
+        end = time.monotonic() + SPIN_S
+        while True:
+            if select.select([self.fd], [], [], 0)[0]:
+                return True
+            if time.monotonic() >= end:
+                return False
+            os.sched_yield()
 
     @property
     def pending(self) -> bool:
         return bool(self.buffer)
 
     def _fill(self, want: int, deadline: float | None, poll=None, poll_s: float = 0.05) -> None:
-        # With a deadline the reply is rarely there yet when this is called (the request was
-        # just sent): wait in select() first rather than fail a read and raise first.
-        ready = deadline is None and poll is None
+        # The reply is rarely there yet when this is called (the request was just sent): poll
+        # briefly, then wait in select() (deadline or poll) or in a blocking read.
+        ready = self._spin()
+        if not ready and deadline is None and poll is None:
+            ready = True  # a blocking read waits in the kernel
         while True:
             if not ready:
                 left = deadline - time.monotonic() if deadline is not None else None
