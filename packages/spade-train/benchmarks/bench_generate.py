@@ -1,7 +1,7 @@
 """Local-backend generation in multi-turn play: key/value reuse across turns, and threads.
 
     uv run --package spade-train python packages/spade-train/benchmarks/bench_generate.py \
-        [--model embedded:smollm2-135m] [--episodes 16] [--turns 3] [--rounds 2] [--load] [--design]
+        [--model embedded:smollm2-135m] [--episodes 16] [--turns 3] [--rounds 2] [--load] [--design] [--top-p]
 
 Plays the same episodes (same seeds: a system prompt, a game observation, replies of up to 16
 tokens, a feedback line per turn, as the quickstart's agent) with ``reuse_kv`` off (the
@@ -12,7 +12,9 @@ token it had not seen before (issue 23's goal: <= 1.3). ``--load`` repeats the c
 CPU-bound process running beside it. ``--design`` times a designer-shaped batch (4 prompts of
 ~600 tokens, 520 new tokens each, as the quickstart's design call) with the block-growing
 key/value cache (``backends/kv_cache.py``) against transformers' ``DynamicCache``, which
-concatenates every layer's cache at every step.
+concatenates every layer's cache at every step. ``--top-p`` times the same batch with
+``ExactTopP`` (``backends/top_p.py``, sorting values only) against transformers'
+``TopPLogitsWarper`` (a full sort with indices every step).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 
 from spade_train.backends import local, make_backend
 from spade_train.backends.kv_cache import new_cache
+from spade_train.backends.top_p import sampling_options
 from spade_train.types import SamplingParams
 
 SYSTEM = (
@@ -97,28 +100,53 @@ def concatenating_cache(config, kv=None):
     return DynamicCache(kv, config=config) if kv else DynamicCache(config=config)
 
 
-def compare_design(args) -> None:
+def _alternate(args, variants: dict, label: str) -> None:
+    """A designer-shaped batch generated under each variant in turn (a function that sets the
+    variant up), ``--rounds`` times; prints the median times and whether the tokens agree."""
     backend = make_backend("local", model=args.model, gen_batch_size=4, threads=2)
     code = "def reset(self, seed=None):\n    self.rng = random.Random(seed)\n" * 25
     convs = [[{"role": "user", "content": f"{code}# variant {i}"}] for i in range(4)]
     params = SamplingParams(max_new_tokens=520, temperature=0.3, top_p=0.95, seed=1)
     backend.generate(convs[:1], SamplingParams(max_new_tokens=4, seed=1))  # warm up
-    times: dict[str, list[float]] = {"concatenating": [], "growing": []}
+    times: dict[str, list[float]] = {name: [] for name in variants}
     tokens: dict[str, list[list[int]]] = {}
     for _ in range(args.rounds):
-        for name, make in (("concatenating", concatenating_cache), ("growing", new_cache)):
-            local.new_cache = make  # type: ignore[assignment]
+        for name, setup in variants.items():
+            setup()
             started = time.perf_counter()
             gens = backend.generate(convs, params)
             times[name].append(time.perf_counter() - started)
             tokens[name] = [g.completion_ids for g in gens]
     local.new_cache = new_cache  # type: ignore[assignment]
-    base, fast = (statistics.median(times[k]) for k in ("concatenating", "growing"))
-    n = sum(len(t) for t in tokens["growing"])
-    print(f"designer-shaped batch (4 x ~{len(gens[0].prompt_ids)} prompt tokens, {n} new tokens)")
-    print(f"  DynamicCache (concatenates) {base:7.2f} s   growing cache {fast:7.2f} s   "
-          f"speedup {base / fast:.2f}x   same sampled tokens: "
-          f"{tokens['growing'] == tokens['concatenating']}")  # fmt: skip
+    local.sampling_options = sampling_options  # type: ignore[assignment]
+    (base_name, base), (fast_name, fast) = ((k, statistics.median(v)) for k, v in times.items())
+    n = sum(len(t) for t in tokens[fast_name])
+    print(
+        f"{label}: designer-shaped batch (4 x ~{len(gens[0].prompt_ids)} prompt tokens, {n} new tokens)"
+    )
+    print(f"  {base_name} {base:7.2f} s   {fast_name} {fast:7.2f} s   speedup {base / fast:.2f}x   "
+          f"same sampled tokens: {tokens[base_name] == tokens[fast_name]}")  # fmt: skip
+
+
+def compare_design(args) -> None:
+    def cache(make):
+        return lambda: setattr(local, "new_cache", make)
+
+    _alternate(args, {"DynamicCache (concatenates)": cache(concatenating_cache),
+                      "growing cache": cache(new_cache)}, "key/value cache")  # fmt: skip
+
+
+def transformers_top_p(temperature: float, top_p: float, top_k: int, device: str) -> dict:
+    """transformers' own warpers (the baseline of ``--top-p``)."""
+    return {"temperature": temperature, "top_p": top_p, "top_k": top_k}
+
+
+def compare_top_p(args) -> None:
+    def options(make):
+        return lambda: setattr(local, "sampling_options", make)
+
+    _alternate(args, {"transformers' TopPLogitsWarper": options(transformers_top_p),
+                      "ExactTopP": options(sampling_options)}, "top-p filtering")  # fmt: skip
 
 
 def main() -> None:
@@ -130,9 +158,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--load", action="store_true")
     parser.add_argument("--design", action="store_true")
+    parser.add_argument("--top-p", action="store_true")
     args = parser.parse_args()
     if args.design:
         compare_design(args)
+    if args.top_p:
+        compare_top_p(args)
     compare(args, "key/value reuse across turns (threads 2)",
             {"reuse_kv": False, "threads": 2}, {"reuse_kv": True, "threads": 2})  # fmt: skip
     if args.load:

@@ -29,6 +29,7 @@ from spade_train.backends.render import render_prompt
 from spade_train.backends.shared_prefill import distinct_rows, shared_prefill
 from spade_train.backends.stops import BalancedStop, first_stop
 from spade_train.backends.threads import ThreadGovernor
+from spade_train.backends.top_p import sampling_options
 from spade_train.backends.train_parts import shared_head_parts
 from spade_train.errors import BackendError
 from spade_train.loss import policy_loss, token_logprobs
@@ -185,7 +186,9 @@ class LocalBackend:
             "return_dict_in_generate": True,
         }
         if sampling:
-            kwargs.update(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k)
+            kwargs.update(
+                sampling_options(params.temperature, params.top_p, params.top_k, self.device.type)
+            )
         criteria: list[StoppingCriteria] = [_Tick(self.governor)]
         if params.stop and params.balanced_stop:
             criteria.append(BalancedStop(self._decode, params.stop, width))
