@@ -4,7 +4,7 @@ bit, in a fraction of its time.
 transformers sorts the whole vocabulary with ``torch.sort`` (values and indices), takes the
 cumulative softmax of the sorted values and removes the tokens whose cumulative probability,
 counted from the least likely, stays within ``1 - top_p``. On a 2-core CPU that sort is most
-of a decoding step's sampling cost (7.5 ms of ~11 ms for 4 rows of 49,152 logits). Sorting
+of a decoding step's sampling cost (6.7–7.5 ms of ~11 ms for 4 rows of 49,152 logits). Sorting
 only the values (numpy's vectorized sort, ~0.5 ms) gives the same sorted values, hence the
 same softmax and cumulative sums, hence the same number ``m`` of removed tokens per row.
 Since the sums only grow, those are the ``m`` smallest logits: every token at or below the
@@ -65,7 +65,10 @@ class ExactTopP(LogitsProcessor):
             or bool(torch.isnan(scores).any())
         ):
             return self.reference(input_ids, scores)
-        values = torch.from_numpy(np.sort(scores.detach().numpy(), axis=-1))
+        # into a tensor torch allocated, as torch.sort's output is: same layout for softmax
+        values = torch.empty_like(scores).copy_(
+            torch.from_numpy(np.sort(scores.detach().numpy(), axis=-1))
+        )
         cumulative = values.softmax(dim=-1).cumsum(dim=-1)
         remove = cumulative <= (1 - self.top_p)
         remove[..., -self.min_tokens_to_keep :] = False
