@@ -54,8 +54,6 @@ class ExactTopP(LogitsProcessor):
 
     def __init__(self, top_p: float, min_tokens_to_keep: int = 1) -> None:
         self.reference = TopPLogitsWarper(top_p, min_tokens_to_keep=min_tokens_to_keep)
-        self.top_p = float(top_p)
-        self.min_tokens_to_keep = min_tokens_to_keep
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         if (
@@ -70,8 +68,8 @@ class ExactTopP(LogitsProcessor):
             torch.from_numpy(np.sort(scores.detach().numpy(), axis=-1))
         )
         cumulative = values.softmax(dim=-1).cumsum(dim=-1)
-        remove = cumulative <= (1 - self.top_p)
-        remove[..., -self.min_tokens_to_keep :] = False
+        remove = cumulative <= (1 - self.reference.top_p)
+        remove[..., -self.reference.min_tokens_to_keep :] = False
         removed = remove.sum(dim=-1, keepdim=True)  # a prefix of the sorted row: sums only grow
         width = values.shape[1]
         last = values.gather(1, (removed - 1).clamp(min=0))  # the largest removed logit
