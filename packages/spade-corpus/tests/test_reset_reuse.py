@@ -64,14 +64,22 @@ def rows(reports) -> dict[str, dict]:
     return out
 
 
-def same_both_ways(items, pool, restores) -> dict[str, dict]:
+def same_both_ways(items, pool, restores, by_chance=frozenset()) -> dict[str, dict]:
+    """Reports with reuse off, then on: equal row for row. For the ids in ``by_chance`` the
+    message is left out of the comparison (everything else, the reason code included, must
+    still match): which check first sees their nondeterminism is itself chance."""
     off = rows(validate_many(items, pool=pool, progress=False, reuse_resets=False))
     assert restores["restored"] == 0
     on = rows(validate_many(items, pool=pool, progress=False))
     assert restores["restored"] > 0
     assert len(on) == len(items)
     for env_id, row in off.items():
-        assert on[env_id] == row, env_id
+        if env_id in by_chance:
+            row, other = dict(row), dict(on[env_id])
+            assert row.pop("message") and other.pop("message"), env_id
+            assert other == row, env_id
+        else:
+            assert on[env_id] == row, env_id
     return on
 
 
@@ -108,9 +116,16 @@ def test_every_bad_env_fixture_gets_the_same_report(pool, restores):
     assert {k: row["reason"] or "valid" for k, row in on.items()} == expected
 
 
+# Draws from the global `random`, which the worker seeds from the OS: its report is not a
+# function of the source. Validated 30 times each way, it was `nondeterministic` every time,
+# with the message of the solution check 28 times with reuse off (29 with it on) and of
+# another check the other times; comparing one run of each way failed a CI run.
+BY_CHANCE = frozenset({"global_random_generator"})
+
+
 def test_every_red_team_source_gets_the_same_report(redteam_pool, restores):
     items = [ValidationItem(src, HINT, name) for name, (src, _) in CASES.items()]
-    on = same_both_ways(items, redteam_pool, restores)
+    on = same_both_ways(items, redteam_pool, restores, BY_CHANCE)
     assert {k: row["reason"] or "valid" for k, row in on.items()} == {
         name: expect for name, (_, expect) in CASES.items()
     }
