@@ -222,8 +222,17 @@ def megatron_to_hf(
 
 
 def transformer_config_kwargs(hf_config: Any, parallel: ParallelSettings) -> dict[str, Any]:
-    """Megatron ``TransformerConfig`` keyword arguments for a HF Qwen3 config."""
+    """Megatron ``TransformerConfig`` keyword arguments for a HF Qwen3 config.
+
+    Megatron's defaults differ from Qwen3 in two places that change the forward pass without any
+    error: its activation is GELU (Qwen3's gated MLP uses SiLU) and its MoE router takes the
+    top-k before the softmax, which renormalizes the chosen experts' weights — Qwen3-MoE's
+    ``norm_topk_prob=True``; with ``False`` the softmax runs over all experts first.
+    """
     shape = QwenShape.from_hf(hf_config)
+    act = getattr(hf_config, "hidden_act", "silu")
+    if act != "silu":
+        raise BackendError(f"megatron mapping: hidden_act={act!r} is not supported (Qwen3: silu)")
     kw: dict[str, Any] = {
         "num_layers": shape.num_layers,
         "hidden_size": hf_config.hidden_size,
@@ -234,6 +243,7 @@ def transformer_config_kwargs(hf_config: Any, parallel: ParallelSettings) -> dic
         "normalization": "RMSNorm",
         "layernorm_epsilon": hf_config.rms_norm_eps,
         "gated_linear_unit": True,
+        "activation_func": torch.nn.functional.silu,
         "add_bias_linear": False,
         "qk_layernorm": True,
         "hidden_dropout": 0.0,
@@ -248,7 +258,7 @@ def transformer_config_kwargs(hf_config: Any, parallel: ParallelSettings) -> dic
             moe_router_topk=hf_config.num_experts_per_tok,
             moe_ffn_hidden_size=hf_config.moe_intermediate_size,
             expert_model_parallel_size=parallel.ep,
-            moe_router_pre_softmax=False,
+            moe_router_pre_softmax=not getattr(hf_config, "norm_topk_prob", False),
         )
     return kw
 
