@@ -71,7 +71,7 @@ def test_agent_grpo_raises_mean_return_on_a_real_environment():
 
 
 def sequence_logprob(backend, prompt_ids, completion_ids):
-    ids = torch.tensor([prompt_ids + completion_ids])
+    ids = torch.tensor([prompt_ids + completion_ids], device=backend.device)
     with torch.no_grad():
         lp, _ = token_logprobs(backend.model, ids, torch.ones_like(ids))
     return lp[0, len(prompt_ids) :].sum().item()
@@ -103,7 +103,9 @@ def test_designer_updates_follow_regret_advantages():
             full = prompt_ids + ids[k]
             with torch.no_grad():
                 lp, _ = token_logprobs(
-                    backend.model, torch.tensor([full]), torch.ones(1, len(full), dtype=torch.long)
+                    backend.model,
+                    torch.tensor([full], device=backend.device),
+                    torch.ones(1, len(full), dtype=torch.long, device=backend.device),
                 )
             old += lp[0, len(prompt_ids) :].tolist()
             mask = [0] * len(prompt_ids) + [1] * len(ids[k])
@@ -138,7 +140,9 @@ def test_tis_trains_a_delayed_sample_that_the_ppo_clip_would_drop():
         full = prompt_ids + ids
         with torch.no_grad():
             lp, _ = token_logprobs(
-                backend.model, torch.tensor([full]), torch.ones(1, len(full), dtype=torch.long)
+                backend.model,
+                torch.tensor([full], device=backend.device),
+                torch.ones(1, len(full), dtype=torch.long, device=backend.device),
             )
         stale = [0.0] * len(prompt_ids) + [x - 3.0 for x in lp[0, len(prompt_ids) :].tolist()]
         sample = TrainSample(full, [0] * len(prompt_ids) + [1] * len(ids), stale, 1.0, "designer")

@@ -39,7 +39,7 @@ def test_seeded_generation_is_reproducible_and_logprobs_match(backend):
     for g in first:
         assert len(g.logprobs) == len(g.completion_ids) <= 6
         assert g.finish_reason in ("stop", "length")
-        ids = torch.tensor([g.prompt_ids + g.completion_ids])
+        ids = torch.tensor([g.prompt_ids + g.completion_ids], device=backend.device)
         with torch.no_grad():
             lp, _ = token_logprobs(backend.model, ids, torch.ones_like(ids))
         assert lp[0, len(g.prompt_ids) :].tolist() == pytest.approx(g.logprobs, abs=1e-4)
@@ -90,7 +90,7 @@ def test_train_step_with_positive_advantage_raises_likelihood(backend):
     assert metrics[0]["agent/tokens"] == metrics[0]["tokens"] and metrics[0]["grad_norm"] > 0
     after = []
     for g in gens:
-        ids = torch.tensor([g.prompt_ids + g.completion_ids])
+        ids = torch.tensor([g.prompt_ids + g.completion_ids], device=backend.device)
         with torch.no_grad():
             lp, _ = token_logprobs(backend.model, ids, torch.ones_like(ids))
         after.append(lp[0, len(g.prompt_ids) :].sum().item())
@@ -123,9 +123,9 @@ def test_zero_advantage_samples_are_skipped_with_the_same_gradient_and_step():
 
 
 def test_a_token_budget_cuts_micro_batches_without_changing_the_step():
-    a = make_backend("local", model="tiny:qwen3", lr=1e-2, micro_batch_size=4, seed=3)
-    b = make_backend("local", model="tiny:qwen3", lr=1e-2, micro_batch_size=4, seed=3,
-                     micro_batch_tokens=1)  # fmt: skip
+    # float32 on a GPU too (CUDA's default is bfloat16): the gradients are compared at 1e-6
+    kw = dict(model="tiny:qwen3", lr=1e-2, micro_batch_size=4, seed=3, dtype="float32")
+    a, b = make_backend("local", **kw), make_backend("local", micro_batch_tokens=1, **kw)
     gens = a.generate(CHATS, SamplingParams(max_new_tokens=6, seed=3))
     batch = samples_of(gens, advantage=0.7)
     assert [len(p) for p in a._micro_batches(batch)] == [len(batch)]

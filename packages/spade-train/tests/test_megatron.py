@@ -12,6 +12,7 @@ from spade_train.backends.megatron import (
     QwenShape,
     hf_to_megatron,
     megatron_to_hf,
+    rotary_base,
     transformer_config_kwargs,
 )
 from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM
@@ -132,6 +133,15 @@ def test_the_activation_and_router_match_qwen3_not_megatron_defaults():
         transformer_config_kwargs(gelu, ParallelSettings())
 
 
+def test_rotary_base_is_read_from_either_transformers_layout():
+    # transformers 5 keeps it only in rope_parameters (the first GPU run failed on this)
+    cfg = Qwen3Config(rope_theta=1_000_000, **SMALL)
+    assert rotary_base(cfg) == 1_000_000
+    cfg.rope_parameters = None
+    with pytest.raises(BackendError, match="rope_theta"):
+        rotary_base(cfg)
+
+
 def test_backend_without_megatron_or_gpu_is_a_clear_error(tmp_path):
     from spade_train.backends.megatron import MegatronBackend
 
@@ -154,6 +164,7 @@ def _tiny_dir(path) -> None:
         eos_token="t1",
         pad_token="t0",
     )
+    tok.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
     tok.save_pretrained(path)
 
 

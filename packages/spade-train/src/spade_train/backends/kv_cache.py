@@ -32,6 +32,14 @@ class GrowingLayer(DynamicLayer):
         self._key_buf: torch.Tensor | None = None
         self._value_buf: torch.Tensor | None = None
 
+    def reset(self) -> None:
+        """Drop the keys and values. Older transformers (5.17, on the GPU machine) zeroed them
+        in place and kept their length, so the next update appended after the zeros."""
+        self.keys = self.values = None
+        self.is_initialized = False
+        self._key_buf = self._value_buf = None
+        super().reset()
+
     def _owns(self, needed: int, like: torch.Tensor) -> bool:
         buf = self._key_buf
         return (

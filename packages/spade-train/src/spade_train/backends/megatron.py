@@ -263,6 +263,16 @@ def transformer_config_kwargs(hf_config: Any, parallel: ParallelSettings) -> dic
     return kw
 
 
+def rotary_base(hf_config: Any) -> int:
+    """RoPE's base: ``rope_theta`` (transformers 4) or ``rope_parameters["rope_theta"]`` (5)."""
+    theta = getattr(hf_config, "rope_theta", None)
+    if theta is None:
+        theta = (getattr(hf_config, "rope_parameters", None) or {}).get("rope_theta")
+    if theta is None:
+        raise BackendError("megatron mapping: the HF config gives no rope_theta")
+    return int(theta)
+
+
 class MegatronBackend:
     """A Megatron-core ``GPTModel`` trainer for Qwen3 HF checkpoints (GPU only).
 
@@ -296,6 +306,8 @@ class MegatronBackend:
             os.environ.setdefault("MASTER_PORT", "29517")
             dist.init_process_group("nccl", rank=0, world_size=1)
         par = ParallelSettings.from_options(options, dist.get_world_size())
+        if parallel_state.model_parallel_is_initialized():  # a backend before this one failed
+            parallel_state.destroy_model_parallel()
         parallel_state.initialize_model_parallel(par.tp, par.pp, expert_model_parallel_size=par.ep)
         torch.manual_seed(seed)
         tensor_parallel.model_parallel_cuda_manual_seed(seed)
@@ -311,7 +323,7 @@ class MegatronBackend:
             config=cfg, transformer_layer_spec=spec, vocab_size=self.hf_config.vocab_size,
             max_sequence_length=self.hf_config.max_position_embeddings,
             share_embeddings_and_output_weights=self.shape.tied_embeddings,
-            position_embedding_type="rope", rotary_base=int(self.hf_config.rope_theta),
+            position_embedding_type="rope", rotary_base=rotary_base(self.hf_config),
         ).cuda()  # fmt: skip
         hf = AutoModelForCausalLM.from_pretrained(model, torch_dtype=torch.float32).state_dict()
         self.load_hf_state(hf)
@@ -368,7 +380,7 @@ class MegatronBackend:
         self.opt.step()
         self.step += 1
         out = {k: float(v) for k, v in metrics.items()}
-        out.update(loss=float(loss), grad_norm=float(grad_norm), tokens=float(mask.sum()))
+        out.update(loss=float(loss.detach()), grad_norm=float(grad_norm), tokens=float(mask.sum()))
         out.setdefault("clip_frac", 0.0)
         return out
 
@@ -426,7 +438,7 @@ class MegatronBackend:
         """Generation uses this model directly: nothing to push."""
 
     def close(self) -> None:
-        """Release the model-parallel groups."""
+        """Release the model-parallel groups (the process group stays for the next backend)."""
         from megatron.core import parallel_state
 
         parallel_state.destroy_model_parallel()
