@@ -251,3 +251,72 @@ def test_openai_agent_gives_up_on_4xx_and_after_its_retries():
             agent([{"role": "user", "content": "hi"}])
     finally:
         server.close()
+
+
+class _Halves:
+    """An in-process environment with start_step that logs when steps are sent and collected."""
+
+    def __init__(self, log, name, max_turns=10):
+        self.log, self.name, self.turn = log, name, 0
+
+    def reset(self, seed=None):
+        self.log.append(("reset", self.name))
+        return f"env {self.name}", {}
+
+    def start_reset(self, seed=None):
+        self.log.append(("send reset", self.name))
+        return lambda: (self.log.append(("collect reset", self.name)), (f"env {self.name}", {}))[1]
+
+    def step(self, action):
+        self.log.append(("step", self.name))
+        return self._result()
+
+    def start_step(self, action):
+        self.log.append(("send", self.name))
+        return lambda: (self.log.append(("collect", self.name)), self._result())[1]
+
+    def _result(self):
+        self.turn += 1
+        return f"turn {self.turn}", 0.25, self.turn >= 2, False, {}
+
+    def solution(self):
+        return ""
+
+    def close(self):
+        pass
+
+
+class _Forwarding:
+    """A wrapper that forwards unknown attributes (start_step, start_reset) to the one inside."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def reset(self, seed=None):
+        return self.inner.reset(seed)
+
+    def step(self, action):
+        obs, _, done, cut, info = self.inner.step(action)
+        return obs, 1.0, done, cut, info  # its own step changes the reward
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_steps_that_can_be_collected_later_are_all_sent_first():
+    log = []
+    specs = [spec(lambda max_turns, n=n: _Halves(log, n)) for n in "abc"]
+    results = se.run_episodes(specs, lambda b: ["\\boxed{1}"] * len(b), workers=4)
+    assert [r.episode_return for r in results] == [0.25] * 3
+    assert [len(r.turns) for r in results] == [2, 2, 2]
+    events = [e for e, _ in log]
+    assert events[:6] == ["send reset"] * 3 + ["collect reset"] * 3
+    for start in (6, 12):  # per round: the three steps sent, then the three collected
+        assert events[start : start + 6] == ["send"] * 3 + ["collect"] * 3
+
+
+def test_a_forwarding_wrapper_is_stepped_through_its_own_step():
+    log = []
+    specs = [spec(lambda max_turns: _Forwarding(_Halves(log, "a")))]
+    result = se.run_episodes(specs, lambda b: ["\\boxed{1}"] * len(b))[0]
+    assert result.episode_return == 1.0 and {e for e, _ in log} == {"reset", "step"}

@@ -198,3 +198,33 @@ def test_a_kept_worker_closed_with_its_pool_is_not_handed_out(config):
     with pytest.raises(spade_sandbox.InfrastructureError, match="closed"):
         factory(max_turns=10)  # as without reuse: the closed pool refuses
     assert factory.idle == 0
+
+
+def test_episodes_stepped_in_two_halves_equal_the_in_process_ones(config):
+    # the runner sends every sandboxed step of a round before collecting any (start_step)
+    corpus = se.load_corpus("example")
+    records = corpus.records[:4]
+
+    def specs(sandbox):
+        return [
+            se.EpisodeSpec(
+                corpus.factory(
+                    r.id, **({"sandbox": True, "sandbox_config": config} if sandbox else {})
+                ),
+                seed=s,
+                env_id=r.id,
+                max_turns=r.max_turns,
+            )
+            for r in records
+            for s in range(2)
+        ]
+
+    agent = se.RandomAgent(7)
+    inside = se.run_episodes(specs(True), lambda b: [agent(m) for m in b], concurrency=8)
+    agent = se.RandomAgent(7)
+    outside = se.run_episodes(specs(False), lambda b: [agent(m) for m in b], concurrency=8)
+    probe = specs(True)[0].factory(max_turns=3)
+    assert callable(probe.start_step)
+    probe.close()
+    assert all(r.error is None for r in inside)
+    assert [r.to_dict()["turns"] for r in inside] == [r.to_dict()["turns"] for r in outside]

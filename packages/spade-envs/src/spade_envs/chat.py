@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import collections
 import json
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -41,17 +40,17 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
 from .actions import ParsedAction, parse_action
-from .core import (
-    RETURN_BOUNDS,
-    REWARD_BOUNDS,
-    TextEnvironment,
-    episode_return,
-    with_hint,
-)
 from .corpus_files import atomic_write_text
 from .episode import EpisodeError, EpisodeResult, EpisodeSpec, Message, TurnRecord
+from .episode_state import (
+    DEFAULT_SYSTEM_PROMPT,
+    FORMAT_REMINDER,
+    TOOL_SYSTEM_PROMPT,
+    Scoring,
+    _Episode,
+    _start_half,
+)
 from .errors import AgentTimeout
-from .tools import TOOL_CALL_FORMAT_TEXT, canonical_action, parse_tool_calls, render_tools_text
 
 __all__ = [
     "Message",
@@ -72,19 +71,6 @@ __all__ = [
     "TOOL_SYSTEM_PROMPT",
 ]
 
-Scoring = Literal["strict", "upstream"]
-
-DEFAULT_SYSTEM_PROMPT = (
-    "You are playing a text game. Read each observation, think briefly, then end your reply with "
-    "your move. Write answers as \\boxed{...} exactly as the game asks."
-)
-TOOL_SYSTEM_PROMPT = (
-    "You are solving a task with tools. Call tools to gather what you need, reading each result "
-    "before the next call. When you know the answer, reply with \\boxed{your final answer} and no "
-    "tool call."
-)
-FORMAT_REMINDER = "No action found in your reply. End your reply with your move, e.g. \\boxed{...}."
-
 
 class Agent(Protocol):
     """Anything that maps the chat so far to the next reply."""
@@ -102,195 +88,6 @@ class _ToolBatchAgent(Protocol):
     """A :class:`BatchAgent` with ``accepts_tools = True``: it also gets each chat's tool specs."""
 
     def __call__(self, batch: list[list[Message]], *, tools: list[Any]) -> list[str]: ...
-
-
-def _boundary(exc: BaseException) -> str:
-    # spade-sandbox errors carry `is_infrastructure`; duck-typed so this package need not import it.
-    if hasattr(exc, "reason"):
-        return "infrastructure" if getattr(exc, "is_infrastructure", False) else "sandbox"
-    return "environment"
-
-
-class _Episode:
-    def __init__(
-        self,
-        spec: EpisodeSpec,
-        system_prompt: str | None,
-        native_tools: bool = False,
-        scoring: Scoring = "strict",
-    ):
-        self.spec = spec
-        self.scoring = scoring
-        self.max_turns = spec.max_turns
-        self.step_timeout = False
-        self.env: TextEnvironment | None = None
-        self.system_prompt = system_prompt
-        self.native_tools = native_tools
-        self.tools: list[dict[str, Any]] | None = spec.tools
-        self.messages: list[Message] = []
-        self.turns: list[TurnRecord] = []
-        self.done = False
-        self.terminated = self.truncated = False
-        self.error: EpisodeError | None = None
-        self.started = time.perf_counter()
-        self.agent_s = 0.0  # the agent's generation time charged to this episode
-
-    def fail(self, boundary: str, exc: BaseException) -> None:
-        self.error = EpisodeError(boundary, type(exc).__name__, str(exc)[:2000])
-        self.step_timeout = boundary != "agent" and isinstance(exc, TimeoutError)
-        self.done = True
-
-    def build(self) -> TextEnvironment:
-        if not self.spec.respect_env_max_turns:
-            return self.spec.factory(**{"max_turns": self.spec.max_turns, **self.spec.env_kwargs})
-        env = self.spec.factory(**self.spec.env_kwargs)
-        own = getattr(env, "max_turns", None)
-        if isinstance(own, int) and own > 0:
-            self.max_turns = min(own, self.spec.max_turns)
-            try:
-                env.max_turns = self.max_turns  # type: ignore[attr-defined]
-            except Exception:
-                pass  # a read-only attribute: the runner still stops at self.max_turns
-        return env
-
-    def start(self) -> None:
-        try:
-            self.env = self.build()
-            observation, _ = self.env.reset(seed=self.spec.seed)
-            if self.tools is None:
-                found = getattr(self.env, "tools", None)
-                self.tools = (
-                    [dict(t) for t in found] if isinstance(found, (list, tuple)) and found else None
-                )
-        except Exception as exc:
-            self.fail(_boundary(exc), exc)
-            return
-        system = self.system_prompt
-        if self.tools is not None:
-            system = TOOL_SYSTEM_PROMPT if system == DEFAULT_SYSTEM_PROMPT else system
-            if not self.native_tools:
-                system = (
-                    f"{system}\n\n{render_tools_text(self.tools)}"
-                    if system
-                    else render_tools_text(self.tools)
-                )
-        if system:
-            self.messages.append({"role": "system", "content": system})
-        self.messages.append({"role": "user", "content": with_hint(observation, self.spec.hint)})
-
-    def advance_tools(self, reply: str) -> None:
-        parsed = parse_tool_calls(reply, self.tools)
-        action = canonical_action(parsed)
-        self.messages.append({"role": "assistant", "content": reply})
-        info: dict[str, Any]
-        if action is None:
-            observation = f"error ({parsed.outcome}): {parsed.error}\n{TOOL_CALL_FORMAT_TEXT}"
-            reward, terminated, truncated, info = 0.0, False, False, {}
-        else:
-            assert self.env is not None, "advance() before start()"
-            try:
-                observation, reward, terminated, truncated, info = self.env.step(action)
-                reward = float(reward)
-                if not math.isfinite(reward):
-                    raise ValueError(f"step returned a non-finite reward {reward}")
-            except Exception as exc:
-                self.fail(_boundary(exc), exc)
-                return
-        if not terminated and len(self.turns) + 1 >= self.max_turns:
-            truncated = True
-        calls = [c.to_dict() for c in parsed.calls] or None
-        self.turns.append(
-            TurnRecord(
-                reply,
-                action or reply,
-                action is None,
-                observation,
-                reward,
-                bool(terminated),
-                bool(truncated),
-                info,
-                parse_outcome=parsed.outcome,
-                tool_calls=calls,
-            )
-        )
-        role = "tool" if parsed.outcome == "tool_calls" else "user"
-        self.messages.append({"role": role, "content": observation})
-        if terminated or truncated:
-            self.terminated, self.truncated, self.done = bool(terminated), bool(truncated), True
-
-    def advance(self, reply: str, on_malformed: str) -> None:
-        if self.tools is not None:
-            self.advance_tools(reply)
-            return
-        parsed = parse_action(reply)
-        self.messages.append({"role": "assistant", "content": reply})
-        info: dict[str, Any]
-        if parsed.malformed and on_malformed == "reprompt":
-            observation, reward, terminated, truncated, info = (
-                FORMAT_REMINDER,
-                0.0,
-                False,
-                False,
-                {},
-            )
-        else:
-            assert self.env is not None, "advance() before start()"
-            try:
-                observation, reward, terminated, truncated, info = self.env.step(parsed.action)
-                reward = float(reward)
-                if not math.isfinite(reward):
-                    raise ValueError(f"step returned a non-finite reward {reward}")
-            except Exception as exc:
-                self.fail(_boundary(exc), exc)
-                return
-        if not terminated and len(self.turns) + 1 >= self.max_turns:
-            truncated = True
-        self.turns.append(
-            TurnRecord(
-                reply,
-                parsed.action,
-                parsed.malformed,
-                observation,
-                reward,
-                bool(terminated),
-                bool(truncated),
-                info,
-            )
-        )
-        self.messages.append({"role": "user", "content": observation})
-        if terminated or truncated:
-            self.terminated, self.truncated, self.done = bool(terminated), bool(truncated), True
-
-    def result(self) -> EpisodeResult:
-        if self.env is not None:
-            try:
-                self.env.close()
-            except Exception:
-                pass  # closing is best effort; the episode's outcome is already recorded
-        final = self.turns[-1].reward if self.turns else 0.0
-        upstream = self.scoring == "upstream"
-        if self.error is None:
-            ret = episode_return(
-                final, self.terminated, REWARD_BOUNDS if upstream else RETURN_BOUNDS
-            )
-        elif upstream and self.error.boundary in ("environment", "sandbox"):
-            ret = -1.0
-        else:
-            ret = 0.0
-        return EpisodeResult(
-            self.spec.env_id,
-            self.spec.seed,
-            bool(self.spec.hint),
-            self.messages,
-            self.turns,
-            ret,
-            self.terminated,
-            self.truncated,
-            self.error,
-            time.perf_counter() - self.started,
-            self.tools,
-            self.step_timeout,
-        )
 
 
 def run_episodes(
@@ -345,7 +142,7 @@ def run_episodes(
         ThreadPoolExecutor(workers, thread_name_prefix="spade-episodes") if workers > 1 else None
     )
 
-    def each(fn: Callable[[Any], None], items: Sequence[Any]) -> None:
+    def each(fn: Callable[[Any], object], items: Sequence[Any]) -> None:
         if executor is None or len(items) < 2:
             for item in items:
                 fn(item)
@@ -359,7 +156,15 @@ def run_episodes(
     try:
         while live or pending:
             admit = [pending.popleft() for _ in range(min(len(pending), limit - len(live)))]
-            each(lambda i: episodes[i].start(), admit)
+            each(lambda i: episodes[i].open(), admit)
+            # as with steps below: resets that can be collected later are sent first
+            later = {i for i in admit if _start_half(episodes[i].env, "start_reset")}
+            collects = [c for c in (episodes[i].begin(split=True) for i in later) if c]
+            try:
+                each(lambda i: episodes[i].begin(), [i for i in admit if i not in later])
+            finally:
+                for collect in collects:
+                    collect()
             live += admit
             each(finish, [i for i in live if episodes[i].done])
             live = [i for i in live if not episodes[i].done]
@@ -385,7 +190,9 @@ def run_episodes(
 
             took = time.perf_counter() - asked
 
-            def reply_to(pair: tuple[int, Any], took: float = took) -> None:
+            def reply_to(
+                pair: tuple[int, Any], took: float = took, split: bool = False
+            ) -> Callable[[], None] | None:
                 ep, reply = episodes[pair[0]], pair[1]
                 ep.agent_s += took
                 over = _over_budget(took, ep.agent_s, agent_turn_s, agent_episode_s)
@@ -394,9 +201,20 @@ def run_episodes(
                 elif not isinstance(reply, str):
                     ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
                 else:
-                    ep.advance(reply, on_malformed)
+                    return ep.advance(reply, on_malformed, split)
+                return None
 
-            each(reply_to, list(zip(live, replies, strict=True)))
+            # Environments that can send a step and collect it later (sandboxed ones) get all
+            # their steps sent first, from this thread; the others step on the worker threads
+            # meanwhile; then the sent steps are collected. No thread waits on a worker.
+            pairs = list(zip(live, replies, strict=True))
+            splits = [p for p in pairs if _splits(episodes[p[0]])]
+            collects = [c for c in (reply_to(p, split=True) for p in splits) if c is not None]
+            try:
+                each(reply_to, [p for p in pairs if not _splits(episodes[p[0]])])
+            finally:
+                for collect in collects:
+                    collect()
             each(finish, [i for i in live if episodes[i].done])
             live = [i for i in live if not episodes[i].done]
             if on_turn is not None:
@@ -408,6 +226,11 @@ def run_episodes(
         if executor is not None:
             executor.shutdown(wait=True)
     return [r for r in results if r is not None]
+
+
+def _splits(ep: _Episode) -> bool:
+    """Whether the episode's next step can be sent now and collected later."""
+    return ep.tools is None and _start_half(ep.env, "start_step") is not None
 
 
 def _over_budget(

@@ -35,7 +35,7 @@ import dataclasses
 import importlib.util
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -169,6 +169,11 @@ def compat_solution(text: Any) -> tuple[Literal["actions", "answer", "unplayable
     return "unplayable", []
 
 
+def _as_reset(result: Any) -> tuple[str, dict]:
+    """A released environment's reset may return the observation alone."""
+    return (result, {}) if isinstance(result, str) else result
+
+
 class CompatEnvironment:
     """A released-code environment seen through the contract (see the module docstring)."""
 
@@ -176,11 +181,39 @@ class CompatEnvironment:
         self.env = env
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
-        result = self.env.reset(seed=seed)
-        return (result, {}) if isinstance(result, str) else result
+        return _as_reset(self.env.reset(seed=seed))
 
     def step(self, action: str) -> StepResult:
-        result = self.env.step(action)
+        return self._adapt(self.env.step(action))
+
+    @property
+    def start_reset(self) -> Callable[[int | None], Callable[[], tuple[str, dict]]] | None:
+        """The wrapped environment's send-now, collect-later reset, seen as ``reset`` sees it."""
+        start = getattr(self.env, "start_reset", None)
+        if not callable(start):
+            return None
+
+        def send(seed: int | None) -> Callable[[], tuple[str, dict]]:
+            collect = start(seed)
+            return lambda: _as_reset(collect())
+
+        return send
+
+    @property
+    def start_step(self) -> Callable[[str], Callable[[], StepResult]] | None:
+        """The wrapped environment's send-now, collect-later step, seen through the contract
+        like ``step`` (None when it has none)."""
+        start = getattr(self.env, "start_step", None)
+        if not callable(start):
+            return None
+
+        def send(action: str) -> Callable[[], StepResult]:
+            collect = start(action)
+            return lambda: self._adapt(collect())
+
+        return send
+
+    def _adapt(self, result: Any) -> StepResult:
         if not (isinstance(result, tuple) and len(result) == 5):
             return result  # the checker names the problem
         obs, reward, terminated, truncated, info = result

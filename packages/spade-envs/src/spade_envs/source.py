@@ -89,6 +89,19 @@ class _SandboxedEnvironment:
     def step(self, action: str) -> StepResult:
         return self._live().step(action)
 
+    @property
+    def start_reset(self) -> Callable[[int | None], Callable[[], tuple[str, dict]]] | None:
+        """The handle's send-now, collect-later reset (``SandboxedEnv.start_reset``), or None."""
+        start = getattr(self._handle, "start_reset", None)
+        return (lambda seed: self._live().start_reset(seed)) if callable(start) else None
+
+    @property
+    def start_step(self) -> Callable[[str], Callable[[], StepResult]] | None:
+        """The handle's send-now, collect-later step (``SandboxedEnv.start_step``), or None
+        for a handle without one (the episode runner then steps it whole, on a thread)."""
+        start = getattr(self._handle, "start_step", None)
+        return (lambda action: self._live().start_step(action)) if callable(start) else None
+
     def solution(self) -> str:
         return self._live().call("solution")
 
@@ -161,7 +174,8 @@ class SandboxedFactory:
         self._idle_count = 0
         self._lock = threading.Lock()
         self.reused = 0
-        """Environments handed out on a kept worker (for benchmarks and tests)."""
+        """Environments handed out on a kept worker (for benchmarks and tests; one whose
+        deferred renew then fails moves to a fresh worker at its first call, still counted)."""
 
     def __call__(self, max_turns: int = DEFAULT_MAX_TURNS, **kwargs: Any) -> _SandboxedEnvironment:
         kwargs = {"max_turns": max_turns, **kwargs}
@@ -172,7 +186,15 @@ class SandboxedFactory:
             handle = None
         if handle is not None:
             try:
-                if handle.renew():
+                # start_renew returns at once (the next call on the handle waits for it), so
+                # a round of episodes rebuilds its environments in their workers together
+                start = getattr(handle, "start_renew", None)
+                if callable(start):
+                    start()
+                    renewed = True
+                else:
+                    renewed = handle.renew()
+                if renewed:
                     with self._lock:
                         self.reused += 1
             except BaseException:

@@ -3,7 +3,7 @@
 from importlib.metadata import version as _version
 
 from .doctor import doctor_layers, doctor_report
-from .environment import SandboxedEnv, open_env, run, start_worker
+from .environment import SandboxedEnv, open_env, start_worker
 from .errors import (
     BadReturn,
     DiskQuotaExceeded,
@@ -33,6 +33,7 @@ from .protocol import (
     register_backend,
 )
 from .result import ExecResult
+from .script import run
 
 
 def _docker_backend() -> Backend:

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from . import wire
 from .errors import (
@@ -27,7 +28,8 @@ from .errors import (
 )
 from .limits import SandboxConfig
 from .protocol import WorkerHandle, get_backend
-from .result import ExecResult
+
+_T = TypeVar("_T")
 
 log = logging.getLogger("spade_sandbox")
 
@@ -124,6 +126,8 @@ class SandboxedEnv:
         self._steps = 0
         self._episodes_on_worker = 0
         self._tainted = False  # a call failed since the worker was loaded: never renewed in it
+        self._pending: Callable[[], object] | None = None  # a step or reset sent, not collected
+        self._renewing: tuple[WorkerHandle, object] | None = None  # a reopen sent (start_renew)
         self.episodes = 0
         """Episodes started (`reset` calls that succeeded) over this object's life."""
         self._load()
@@ -177,6 +181,8 @@ class SandboxedEnv:
         """Close the environment and reap its worker; calling it again does nothing."""
         if self._closed:
             return
+        self._finish_renew(load=False)
+        self._settle()
         self._closed = True
         if self._worker is not None:
             self._worker.close()
@@ -204,6 +210,8 @@ class SandboxedEnv:
             and self._worker is not None
             and self._worker.alive
             and not self._tainted
+            and self._pending is None
+            and self._renewing is None
             and not (recycle and self._episodes_on_worker >= recycle)
         )
 
@@ -219,20 +227,50 @@ class SandboxedEnv:
         environment's: a worker only ever runs one source)."""
         if self._closed:
             raise ValueError("this environment is closed; open a new one")
-        limits = self.config.limits
-        reused = False
+        self._settle()
+        value = None
         if self.reusable:
             assert self._worker is not None
-            message = {"op": "reopen", "max_cpu_s": limits.cpu_s * RENEW_MAX_CPU_FRACTION}
+            limits = self.config.limits
             try:
-                value = self._worker.request(message, limits.call_wall_s, limits.max_output_bytes)
+                value = self._worker.request(
+                    self._reopen_message(), limits.call_wall_s, limits.max_output_bytes
+                )
             except SandboxError:  # the worker is closed below; a fresh one gets the source
                 value = None
-            reused = (
-                isinstance(value, dict)
-                and value.get("reopened") is True
-                and value.get("class_name") == self.class_name
-            )
+        return self._renewed(value)
+
+    def start_renew(self) -> None:
+        """`renew()` without waiting for the worker: the request goes out now and the next
+        call (normally `reset`, or `start_reset`) waits for it, moving to a fresh worker when
+        the kept one could not be renewed, as `renew` does. Sending to many kept workers
+        before resetting any lets them rebuild their environments at once."""
+        if self._closed:
+            raise ValueError("this environment is closed; open a new one")
+        self._settle()
+        send = getattr(self._worker, "send", None)
+        if not self.reusable or send is None:
+            self.renew()
+            return
+        assert self._worker is not None
+        try:
+            call = send(self._reopen_message(), self.config.limits.call_wall_s)
+        except SandboxError:
+            self._renewed(None)
+            return
+        self._renewing = (self._worker, call)
+        self._episode_started = None
+
+    def _reopen_message(self) -> dict:
+        return {"op": "reopen", "max_cpu_s": self.config.limits.cpu_s * RENEW_MAX_CPU_FRACTION}
+
+    def _renewed(self, value: object) -> bool:
+        """Finish a renew from the worker's reply to `reopen` (None: no usable reply)."""
+        reused = (
+            isinstance(value, dict)
+            and value.get("reopened") is True
+            and value.get("class_name") == self.class_name
+        )
         if not reused:
             if self._worker is not None:
                 self._worker.close()
@@ -243,31 +281,70 @@ class SandboxedEnv:
         self._steps = 0
         return reused
 
+    def _finish_renew(self, load: bool = True) -> None:
+        """Wait for a `start_renew` in flight; `load=False` (closing): only free the worker."""
+        renewing, self._renewing = self._renewing, None
+        if renewing is None:
+            return
+        worker, call = renewing
+        try:
+            value = worker.receive(call, self.config.limits.max_output_bytes)  # type: ignore[attr-defined]
+        except SandboxError:
+            value = None
+        if load:
+            self._renewed(value)
+
     # -- calls -------------------------------------------------------------------------
-    def _request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
+    def _live_worker(self) -> WorkerHandle:
         if self._closed:
             raise ValueError("this environment is closed; open a new one")
+        self._settle()
         if self._worker is None or not self._worker.alive:
             failure = self._failure
             raise error_for(
                 failure.reason if failure else ReasonCode.PROTOCOL_ERROR,
                 f"the environment's worker is gone after an earlier failure ({failure}); call reset() to start a fresh one",
             )
+        return self._worker
+
+    def _guarded(self, worker: WorkerHandle, fn: Callable[..., _T], *args: object) -> _T:
+        """`fn(*args)` on `worker`; a sandbox error taints it (and closes it when it died)."""
         try:
-            return self._worker.request(message, timeout_s, reply_cap)
+            return fn(*args)
         except SandboxError as exc:
             self._tainted = True
-            if not self._worker.alive:
+            if not worker.alive:
                 self._failure = exc
-                self._worker.close()
+                worker.close()
             raise
+
+    def _request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
+        worker = self._live_worker()
+        return self._guarded(worker, worker.request, message, timeout_s, reply_cap)
+
+    def _settle(self) -> None:
+        """Collect a step sent by `start_step` and never collected (its outcome is dropped, and
+        the worker is not renewed: nobody saw what the step did); finish a `start_renew`."""
+        self._finish_renew()
+        pending = self._pending
+        if pending is not None:
+            self._tainted = True
+            try:
+                pending()
+            except Exception:
+                pass
 
     def reset(self, seed: int | None = None) -> tuple[str, dict]:
         """Start an episode; returns (observation, info)."""
+        return self.start_reset(seed)()
+
+    def start_reset(self, seed: int | None = None) -> Callable[[], tuple[str, dict]]:
+        """`reset` sent now and collected by calling the result (see `start_step`)."""
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise TypeError(f"seed must be an int or None, got {type(seed).__name__}")
         if self._closed:
             raise ValueError("this environment is closed; open a new one")
+        self._settle()
         recycle = self.config.recycle_after_episodes
         if (
             self._worker is None
@@ -282,14 +359,46 @@ class SandboxedEnv:
         self._episode_started = None
         started = time.monotonic()
         message = {"op": "reset", "seed": seed}
+        worker = self._live_worker()
+        send = getattr(worker, "send", None)
+        if send is None:
+            value = self._reset_request(message)
+            return lambda: self._reset_value(value, started)
         try:
-            value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
+            call = self._guarded(worker, send, message, limits.call_wall_s)
         except InfrastructureError:
-            # The worker was lost to the sandbox (a fork server died, an outside kill): a new
-            # episode may start on a fresh one; a second fault is reported.
-            self._worker = None
-            self._load()
-            value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
+            value = self._reset_request(message, retry=True)
+            return lambda: self._reset_value(value, started)
+
+        def collect() -> tuple[str, dict]:
+            if self._pending is not collect:
+                raise ValueError("this reset was collected already")
+            self._pending = None
+            receive = worker.receive  # type: ignore[attr-defined]
+            try:
+                got = self._guarded(worker, receive, call, limits.max_output_bytes)
+            except InfrastructureError:
+                got = self._reset_request(message, retry=True)
+            return self._reset_value(got, started)
+
+        self._pending = collect
+        return collect
+
+    def _reset_request(self, message: dict, retry: bool = False) -> object:
+        limits = self.config.limits
+        if not retry:
+            try:
+                return self._request(message, limits.call_wall_s, limits.max_output_bytes)
+            except InfrastructureError:
+                pass
+        # The worker was lost to the sandbox (a fork server died, an outside kill): a new
+        # episode may start on a fresh one; a second fault is reported.
+        self._worker = None
+        self._load()
+        return self._request(message, limits.call_wall_s, limits.max_output_bytes)
+
+    def _reset_value(self, value: object, started: float) -> tuple[str, dict]:
+        limits = self.config.limits
         try:
             obs, info = wire.check_reset(value, limits.max_output_bytes, decoded=True)
         except wire.ValueCheckError as exc:
@@ -306,6 +415,42 @@ class SandboxedEnv:
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
         """Take one action; returns (observation, reward, terminated, truncated, info)."""
+        worker, timeout, started = self._step_budget(action)
+        message = {"op": "step", "action": action}
+        args = (message, timeout, self.config.limits.max_output_bytes)
+        return self._step_value(self._timed_step(worker, worker.request, args, timeout, started))
+
+    def start_step(self, action: str) -> Callable[[], tuple[str, float, bool, bool, dict]]:
+        """Send one action without waiting for it: calling what this returns waits for the
+        step and returns (or raises) what `step` would. Sending to many environments before
+        collecting from any lets their workers run at once, with no thread per environment.
+        Until the step is collected this environment takes no other call (one that comes
+        first collects it and drops its outcome). The episode's wall budget counts the time
+        from the send to the collection."""
+        worker, timeout, started = self._step_budget(action)
+        message = {"op": "step", "action": action}
+        cap = self.config.limits.max_output_bytes
+        send = getattr(worker, "send", None)
+        if send is None:  # a handle without the two halves: the whole call now
+            value = self._timed_step(worker, worker.request, (message, timeout, cap), timeout,
+                                     started)  # fmt: skip
+            return lambda: self._step_value(value)
+        call = self._timed_step(worker, send, (message, timeout), timeout, started, last=False)
+
+        def collect() -> tuple[str, float, bool, bool, dict]:
+            if self._pending is not collect:
+                raise ValueError("this step was collected already")
+            self._pending = None
+            receive = worker.receive  # type: ignore[attr-defined]
+            return self._step_value(
+                self._timed_step(worker, receive, (call, cap), timeout, started)
+            )
+
+        self._pending = collect
+        return collect
+
+    def _step_budget(self, action: str) -> tuple[WorkerHandle, float, float]:
+        """Check a step may be taken; (worker, its timeout, start time), the step counted."""
         if not isinstance(action, str):
             raise TypeError(f"action must be a str, got {type(action).__name__}")
         if self._episode_started is None:
@@ -322,24 +467,33 @@ class SandboxedEnv:
             raise LimitExceeded(
                 f"the episode ran past Limits.episode_wall_s={limits.episode_wall_s:g}; call reset()"
             )
-        timeout = min(limits.call_wall_s, left)
         self._steps += 1
-        started = time.monotonic()
+        return self._live_worker(), min(limits.call_wall_s, left), time.monotonic()
+
+    def _timed_step(
+        self, worker: WorkerHandle, fn: Callable[..., _T], args: tuple, timeout: float,
+        started: float, last: bool = True,
+    ) -> _T:  # fmt: skip
+        """One half of a step (`fn(*args)`); its time counts once the step is over or failed."""
+        done = False
         try:
-            value = self._request(
-                {"op": "step", "action": action}, timeout, limits.max_output_bytes
-            )
+            out = self._guarded(worker, fn, *args)
+            done = True
+            return out
         except SandboxTimeout:
-            if timeout < limits.call_wall_s:
+            if timeout < self.config.limits.call_wall_s:
                 raise LimitExceeded(
-                    f"step ran past the episode's budget, Limits.episode_wall_s={limits.episode_wall_s:g}"
+                    f"step ran past the episode's budget, Limits.episode_wall_s={self.config.limits.episode_wall_s:g}"
                 ) from None
             raise
         finally:
-            self._episode_used += time.monotonic() - started
+            if last or not done:
+                self._episode_used += time.monotonic() - started
+
+    def _step_value(self, value: object) -> tuple[str, float, bool, bool, dict]:
         try:
             obs, reward, terminated, truncated, info = wire.check_step(
-                value, limits.max_output_bytes, decoded=True
+                value, self.config.limits.max_output_bytes, decoded=True
             )
         except wire.ValueCheckError as exc:
             self._tainted = True
@@ -375,6 +529,7 @@ class SandboxedEnv:
             raise TypeError(f"key must be a str, got {type(key).__name__}")
         if self._closed:
             raise ValueError("this environment is closed; open a new one")
+        self._settle()
         recycle = self.config.recycle_after_episodes
         if (
             self._worker is None
@@ -429,43 +584,3 @@ def open_env(
     `SandboxConfig.from_env()`. For many environments use a `SandboxPool` (warm workers)."""
     config = SandboxConfig.from_env() if config is None else config
     return SandboxedEnv(source, class_name, kwargs, config, lambda: start_worker(config))
-
-
-def run_script(
-    worker: WorkerHandle, script_source: str, config: SandboxConfig, stdin: str
-) -> ExecResult:
-    """Run one script in `worker` (which is closed afterwards)."""
-    if not isinstance(script_source, str) or not isinstance(stdin, str):
-        raise TypeError("script_source and stdin must be str")
-    limits = config.limits
-    started = time.monotonic()
-    try:
-        value = worker.request(
-            {"op": "exec", "source": script_source, "stdin": stdin},
-            limits.call_wall_s,
-            2 * limits.max_output_bytes,
-        )
-    except SandboxError as exc:
-        if exc.is_infrastructure:
-            raise
-        return ExecResult(-9, "", str(exc), time.monotonic() - started, exc.reason)
-    finally:
-        worker.close()
-    wall_s = time.monotonic() - started
-    try:
-        reply: dict = value  # type: ignore[assignment]  # checked by the except below
-        reason = ReasonCode(reply["reason"]) if reply["reason"] is not None else None
-        return ExecResult(
-            int(reply["returncode"]), str(reply["stdout"]), str(reply["stderr"]), wall_s, reason
-        )
-    except (KeyError, TypeError, ValueError):
-        return ExecResult(
-            -1, "", "the worker's exec reply is malformed", wall_s, ReasonCode.PROTOCOL_ERROR
-        )
-
-
-def run(script_source: str, config: SandboxConfig | None = None, stdin: str = "") -> ExecResult:
-    """Run a one-off script in a fresh sandbox; what the script does is in the result
-    (returncode, stdout, stderr, reason); only a sandbox fault raises (`InfrastructureError`)."""
-    config = SandboxConfig.from_env() if config is None else config
-    return run_script(start_worker(config), script_source, config, stdin)

@@ -20,11 +20,12 @@ import threading
 import time
 import weakref
 
-from .environment import SandboxedEnv, check_layers, run_script, start_worker
+from .environment import SandboxedEnv, check_layers, start_worker
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
 from .protocol import WorkerHandle, get_backend
 from .result import ExecResult
+from .script import run_script
 
 log = logging.getLogger("spade_sandbox")
 

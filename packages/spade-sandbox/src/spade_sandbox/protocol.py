@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from . import wire
@@ -144,61 +145,89 @@ class FramedWorker:
         return not self._dead
 
     def request(self, message: dict, timeout_s: float, reply_cap: int) -> object:
-        with self._lock:
+        return self.receive(self.send(message, timeout_s), reply_cap)
+
+    def send(self, message: dict, timeout_s: float) -> Call:
+        """The first half of `request`: write the request and return without its reply.
+
+        The worker is reserved for this call until `receive(call, ...)` returns, which the
+        caller must do (also after an error elsewhere); meanwhile the worker computes, so a
+        caller can send to many workers and then collect, with no thread per worker."""
+        self._lock.acquire()
+        try:
             if self._dead:
                 raise ProtocolError("this worker is no longer running")
-            rid = next(self._ids)
-            deadline = time.monotonic() + timeout_s
             quota, path = self.disk_quota, self._disk_path()
             poll = _quota_poll(quota, path) if quota and path and message["op"] != "close" else None
+            call = Call(next(self._ids), str(message.get("op")), timeout_s,
+                        time.monotonic() + timeout_s, poll)  # fmt: skip
             try:
-                wire.write_frame(self.request_fd, {**message, "id": rid}, deadline)
-                reply = self._replies.read(reply_cap + wire.FRAME_OVERHEAD_BYTES, deadline, poll)
-                if poll is not None:
-                    poll()  # what the call left behind counts too
-            except _OverQuota as exc:
-                self._die()
-                raise DiskQuotaExceeded(
-                    f"{message.get('op')}: {exc}; the worker was killed"
-                ) from None
-            except TimeoutError:
-                self._die()
-                raise SandboxTimeout(
-                    f"{message.get('op')} did not finish within {timeout_s:g} s (Limits.call_wall_s)"
-                ) from None
-            except wire.FrameError as exc:
-                if exc.kind == "eof":
-                    raise self._death_error(message.get("op")) from None
-                self._die()
-                if exc.kind == "too_large":
-                    raise OutputTooLarge(
-                        f"{message.get('op')} reply: {exc} (Limits.max_output_kib)"
-                    ) from None
-                raise ProtocolError(f"{message.get('op')} reply: {exc}") from None
-            except (TypeError, ValueError) as exc:  # the request itself is not JSON
-                raise TypeError(f"cannot send {message.get('op')} request: {exc}") from None
-            if (
-                not isinstance(reply, dict)
-                or reply.get("id") != rid
-                or not isinstance(reply.get("ok"), bool)
-                or self._replies.pending
-            ):
-                self._die()
-                raise ProtocolError(
-                    f"{message.get('op')}: the worker sent a malformed, out-of-order or unsolicited reply"
+                wire.write_frame(self.request_fd, {**message, "id": call.rid}, call.deadline)
+            except Exception as exc:
+                raise self._call_error(exc, call) from None
+        except BaseException:
+            self._lock.release()
+            raise
+        return call
+
+    def receive(self, call: Call, reply_cap: int) -> object:
+        """The second half of `request`: wait for the reply to `call` (sent by `send`)."""
+        try:
+            try:
+                reply = self._replies.read(
+                    reply_cap + wire.FRAME_OVERHEAD_BYTES, call.deadline, call.poll
                 )
-            if reply["ok"]:
-                return reply.get("value")
-            error = error_for(str(reply.get("reason")), str(reply.get("message", ""))[:8000])
-            if error.is_infrastructure:
-                # Only the host decides that the sandbox failed; code in the worker could
-                # forge this reason to keep its own failures from being scored.
-                error = ProtocolError(
-                    f"the worker claimed an infrastructure fault: {error.message}"
-                )
-            if error.reason in FATAL_REASONS:
-                self._die()
-            raise error
+                if call.poll is not None:
+                    call.poll()  # what the call left behind counts too
+            except Exception as exc:
+                raise self._call_error(exc, call) from None
+            return self._reply_value(reply, call)
+        finally:
+            self._lock.release()
+
+    def _call_error(self, exc: Exception, call: Call) -> Exception:
+        """What a failed write or read of `call` raises (the worker killed where it must be)."""
+        op = call.op
+        if isinstance(exc, _OverQuota):
+            self._die()
+            return DiskQuotaExceeded(f"{op}: {exc}; the worker was killed")
+        if isinstance(exc, TimeoutError):
+            self._die()
+            return SandboxTimeout(
+                f"{op} did not finish within {call.timeout_s:g} s (Limits.call_wall_s)"
+            )
+        if isinstance(exc, wire.FrameError):
+            if exc.kind == "eof":
+                return self._death_error(op)
+            self._die()
+            if exc.kind == "too_large":
+                return OutputTooLarge(f"{op} reply: {exc} (Limits.max_output_kib)")
+            return ProtocolError(f"{op} reply: {exc}")
+        if isinstance(exc, (TypeError, ValueError)):  # the request itself is not JSON
+            return TypeError(f"cannot send {op} request: {exc}")
+        return exc
+
+    def _reply_value(self, reply: object, call: Call) -> object:
+        if (
+            not isinstance(reply, dict)
+            or reply.get("id") != call.rid
+            or not isinstance(reply.get("ok"), bool)
+            or self._replies.pending
+        ):
+            self._die()
+            raise ProtocolError(
+                f"{call.op}: the worker sent a malformed, out-of-order or unsolicited reply"
+            )
+        if reply["ok"]:
+            return reply.get("value")
+        error = error_for(str(reply.get("reason")), str(reply.get("message", ""))[:8000])
+        if error.is_infrastructure:
+            # Only the host decides that the sandbox failed; code in the worker could
+            # forge this reason to keep its own failures from being scored.
+            error = ProtocolError(f"the worker claimed an infrastructure fault: {error.message}")
+        if error.reason in FATAL_REASONS:
+            self._die()
+        raise error
 
     def close(self) -> None:
         if self._closed:
@@ -252,6 +281,17 @@ class FramedWorker:
 
 class _OverQuota(Exception):
     pass
+
+
+@dataclass(slots=True)
+class Call:
+    """A request `FramedWorker.send` wrote, whose reply `FramedWorker.receive` reads."""
+
+    rid: int
+    op: str
+    timeout_s: float
+    deadline: float
+    poll: Callable[[], None] | None
 
 
 def _quota_poll(quota: DiskQuota, path: str) -> Callable[[], None]:
