@@ -71,7 +71,7 @@ def _samples(local: Any, rows: list[list[int]], advantages: list[float]) -> list
 
     out = []
     for row, adv in zip(rows, advantages, strict=True):
-        ids = torch.tensor([row], device="cuda")
+        ids = torch.tensor([row], device=local.device)
         with torch.no_grad():
             lp, _ = token_logprobs(local.model, ids, torch.ones_like(ids))
         cut = len(row) // 3
