@@ -163,3 +163,11 @@ def test_a_deferred_renew_the_worker_declines_moves_to_a_fresh_worker(config):
         assert env.reset() == ("hot", {})
         assert env.work_dir != work_dir
         env.close()
+
+
+def test_a_worker_closed_with_a_call_never_received_is_killed_not_waited_for(config):
+    with SandboxPool(config, size=1) as pool:
+        worker = pool.take_worker()
+        worker.send({"op": "call", "method": "nothing", "args": []}, 5.0)  # type: ignore[attr-defined]
+        worker.close()  # returns: the worker is killed and reaped
+        assert not worker.alive

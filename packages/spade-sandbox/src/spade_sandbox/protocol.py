@@ -233,7 +233,9 @@ class FramedWorker:
         if self._closed:
             return
         self._closed = True
-        if not self._dead:
+        # A call sent and never received holds the worker: then it is killed without asking
+        # (waiting for the lock would hang the caller).
+        if not self._dead and not self._lock.locked():
             try:
                 self.request({"op": "close"}, 1.0, 1024)
             except SandboxError:
