@@ -290,8 +290,9 @@ class SelfPlay:
         try:
             return self._write_checkpoint(tmp)
         except (OSError, RuntimeError) as exc:
+            full = disk_full(exc, tmp.parent)  # judged before the half-written files go
             shutil.rmtree(tmp, ignore_errors=True)
-            if not disk_full(exc, tmp.parent):
+            if not full:
                 raise
             raise RunDirError(
                 f"cycle {self.state.cycle}'s checkpoint did not fit on the disk of "
