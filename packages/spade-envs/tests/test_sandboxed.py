@@ -76,19 +76,19 @@ def test_the_shipped_corpus_runs_sandboxed(config):
         se.check_env(factory, seeds=(0,), max_turns=record.max_turns, hint=record.hint)
 
 
-def test_threaded_sandboxed_episodes_equal_the_sequential_ones(config):
+def example_specs(**factory_kw):
+    """Two seeds of each of the example corpus's first four games."""
     corpus = se.load_corpus("example")
-    records = corpus.records[:4]
-    specs = [
-        se.EpisodeSpec(
-            corpus.factory(r.id, sandbox=True, sandbox_config=config),
-            seed=s,
-            env_id=r.id,
-            max_turns=r.max_turns,
-        )
-        for r in records
+    return [
+        se.EpisodeSpec(corpus.factory(r.id, **factory_kw), seed=s, env_id=r.id,
+                       max_turns=r.max_turns)
+        for r in corpus.records[:4]
         for s in range(2)
-    ]
+    ]  # fmt: skip
+
+
+def test_threaded_sandboxed_episodes_equal_the_sequential_ones(config):
+    specs = example_specs(sandbox=True, sandbox_config=config)
     agent = se.RandomAgent(5)
     threaded = se.run_episodes(specs, lambda b: [agent(m) for m in b], concurrency=5, workers=4)
     sequential = se.run_episodes(specs, lambda b: [agent(m) for m in b])
@@ -202,22 +202,8 @@ def test_a_kept_worker_closed_with_its_pool_is_not_handed_out(config):
 
 def test_episodes_stepped_in_two_halves_equal_the_in_process_ones(config):
     # the runner sends every sandboxed step of a round before collecting any (start_step)
-    corpus = se.load_corpus("example")
-    records = corpus.records[:4]
-
     def specs(sandbox):
-        return [
-            se.EpisodeSpec(
-                corpus.factory(
-                    r.id, **({"sandbox": True, "sandbox_config": config} if sandbox else {})
-                ),
-                seed=s,
-                env_id=r.id,
-                max_turns=r.max_turns,
-            )
-            for r in records
-            for s in range(2)
-        ]
+        return example_specs(sandbox=True, sandbox_config=config) if sandbox else example_specs()
 
     agent = se.RandomAgent(7)
     inside = se.run_episodes(specs(True), lambda b: [agent(m) for m in b], concurrency=8)

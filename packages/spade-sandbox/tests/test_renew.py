@@ -93,7 +93,8 @@ def test_a_failed_call_keeps_the_worker_from_being_reused(config):
         env.close()
 
 
-def test_a_timed_out_worker_is_replaced_not_reused(config):
+@pytest.mark.parametrize("deferred", [False, True])
+def test_a_timed_out_worker_is_replaced_not_reused(config, deferred):
     hang = make_env_source(step="while True:\n    pass")
     with SandboxPool(config, size=1) as pool:
         env = pool.open_env(hang)
@@ -101,7 +102,12 @@ def test_a_timed_out_worker_is_replaced_not_reused(config):
         with pytest.raises(SandboxTimeout):
             env.step("go")
         assert not env.reusable
-        assert env.renew() is False
+        if deferred:  # start_renew on a worker that cannot be kept renews at once, fresh
+            work_dir = env.work_dir
+            env.start_renew()
+            assert env.work_dir != work_dir
+        else:
+            assert env.renew() is False
         assert env.reset(seed=0) == ("start", {})
         env.close()
 

@@ -136,18 +136,6 @@ def test_a_deferred_renew_plays_as_renew_does(config):
         env.close()  # closing with a renew in flight: no hang, no fresh worker loaded
 
 
-def test_a_deferred_renew_of_a_worker_that_cannot_be_kept_moves_to_a_fresh_one(config):
-    hang = make_env_source(step="while True:\n    pass")
-    with SandboxPool(config, size=1) as pool:
-        env = pool.open_env(hang)
-        env.reset(seed=0)
-        with pytest.raises(SandboxTimeout):
-            env.step("go")
-        env.start_renew()  # not reusable: renewed at once, in a fresh worker
-        assert env.reset(seed=0) == ("start", {})
-        env.close()
-
-
 def test_a_deferred_renew_the_worker_declines_moves_to_a_fresh_worker(config):
     # the worker declines a reopen once it has used 5 % of cpu_s (here 0.1 s of 2 s)
     burn = make_env_source(

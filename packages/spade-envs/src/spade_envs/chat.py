@@ -208,10 +208,10 @@ def run_episodes(
             # their steps sent first, from this thread; the others step on the worker threads
             # meanwhile; then the sent steps are collected. No thread waits on a worker.
             pairs = list(zip(live, replies, strict=True))
-            splits = [p for p in pairs if _splits(episodes[p[0]])]
-            collects = [c for c in (reply_to(p, split=True) for p in splits) if c is not None]
+            halves = {i for i in live if _splits(episodes[i])}
+            collects = [c for c in (reply_to(p, split=True) for p in pairs if p[0] in halves) if c]
             try:
-                each(reply_to, [p for p in pairs if not _splits(episodes[p[0]])])
+                each(reply_to, [p for p in pairs if p[0] not in halves])
             finally:
                 for collect in collects:
                     collect()

@@ -87,11 +87,6 @@ class _Episode:
                 pass  # a read-only attribute: the runner still stops at self.max_turns
         return env
 
-    def start(self) -> None:
-        """Build the environment and reset it (``open`` then ``begin``)."""
-        self.open()
-        self.begin()
-
     def open(self) -> None:
         """Build the environment (a failure ends the episode)."""
         try:
@@ -150,15 +145,12 @@ class _Episode:
             observation = f"error ({parsed.outcome}): {parsed.error}\n{TOOL_CALL_FORMAT_TEXT}"
             reward, terminated, truncated, info = 0.0, False, False, {}
         else:
-            assert self.env is not None, "advance() before start()"
-            try:
-                observation, reward, terminated, truncated, info = self.env.step(action)
-                reward = float(reward)
-                if not math.isfinite(reward):
-                    raise ValueError(f"step returned a non-finite reward {reward}")
-            except Exception as exc:
-                self.fail(_boundary(exc), exc)
+            env = self.env
+            assert env is not None, "advance() before open()"
+            outcome = self._outcome(lambda: env.step(action))
+            if outcome is None:
                 return
+            observation, reward, terminated, truncated, info = outcome
         if not terminated and len(self.turns) + 1 >= self.max_turns:
             truncated = True
         calls = [c.to_dict() for c in parsed.calls] or None
@@ -196,7 +188,7 @@ class _Episode:
             self._record(reply, parsed, (FORMAT_REMINDER, 0.0, False, False, {}))
             return None
         env = self.env
-        assert env is not None, "advance() before start()"
+        assert env is not None, "advance() before open()"
         start = _start_half(env, "start_step") if split else None
         if start is None:
             self._record(reply, parsed, self._outcome(lambda: env.step(parsed.action)))

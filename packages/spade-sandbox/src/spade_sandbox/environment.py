@@ -323,8 +323,9 @@ class SandboxedEnv:
         return self._guarded(worker, worker.request, message, timeout_s, reply_cap)
 
     def _settle(self) -> None:
-        """Collect a step sent by `start_step` and never collected (its outcome is dropped, and
-        the worker is not renewed: nobody saw what the step did); finish a `start_renew`."""
+        """Finish a `start_renew` in flight; collect a step or reset sent by `start_step` /
+        `start_reset` and never collected (its outcome is dropped, and the worker is not
+        renewed: nobody saw what the call did)."""
         self._finish_renew()
         pending = self._pending
         if pending is not None:
