@@ -31,12 +31,13 @@ __all__ = [
 SCAFFOLD_PREFILL = "```python\n"
 """How a scaffolded designer reply starts (the policy continues from here)."""
 
-SCAFFOLD_STOP: tuple[str, ...] = ("\n```", "\nif __name__", "\ndef main(")
+SCAFFOLD_STOP: tuple[str, ...] = ("\n```", "\nif __name__", "\ndef main(", "\ndef test")
 """Where a scaffolded designer reply stops: the closing fence of its code block, or the start
-of a script entry point after the class (a small policy goes on writing ``main()`` and
-``if __name__ == "__main__":`` blocks, which the validator rejects as top-level side effects,
-or loops in them until the token budget runs out); :func:`close_reply` cuts such an ending
-and closes the block."""
+of a script entry point or a test function after the class (a small policy goes on writing
+``main()``, ``if __name__ == "__main__":`` blocks and ``def test_…():`` functions, which the
+validator rejects as top-level side effects or which loop until the token budget runs out:
+in 16 designs of a measured run, one complete class was lost so); :func:`close_reply` cuts
+such an ending and closes the block."""
 
 _ENTRY_POINTS = SCAFFOLD_STOP[1:]
 
