@@ -126,7 +126,14 @@ def test_spade_cycle_runs_every_stage_for_real(tmp_path, capsys):
     assert (run / "checkpoints" / "LATEST").read_text().strip() == "cycle_0001"
     plots = sorted(p.name for p in (run / "plots").glob("*.png"))
     assert plots == ["pool.png", "regret.png", "returns.png", "summary.png", "validity.png"]
-    assert list((run / "transcripts" / "cycle_0001").glob("*.json"))
+    shown = sorted((run / "transcripts" / "cycle_0001").glob("*.json"))
+    assert shown
+    # the recipe's agent system prompt, not spade-envs' default, opens every episode
+    system = json.loads(shown[0].read_text())["messages"][0]
+    assert cfg.agent.system_prompt and system == {
+        "role": "system",
+        "content": cfg.agent.system_prompt,
+    }
     from spade_train.cli import main
 
     assert main(["inspect", str(run)]) == 0

@@ -144,3 +144,20 @@ def test_answer_prefix_is_shown_continued_and_never_trained():
         trained = sum(sum(s.loss_mask) for s in episode_samples(agent, result, 1.0))
         assert trained == sum(len(g.completion_ids) for g in agent.generations_of(result))
         assert episode_end(result) in ("won", "lost", "truncated", "malformed")
+
+
+@pytest.mark.parametrize(
+    ("configured", "sent"),
+    [
+        (None, se.DEFAULT_SYSTEM_PROMPT),
+        ("", None),
+        ("Reply with your move.", "Reply with your move."),
+    ],
+)
+def test_agent_system_prompt_default_none_or_own(configured, sent):
+    from spade_train.config import load_recipe
+    from spade_train.steps.play import agent_system_prompt
+
+    cfg = load_recipe("quickstart")
+    cfg.agent.system_prompt = configured
+    assert agent_system_prompt(cfg) == sent

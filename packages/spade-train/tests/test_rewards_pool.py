@@ -43,6 +43,36 @@ def test_penalties_for_invalid_and_timed_out():
     assert rw.designer_reward(timed, cfg) == -0.3
 
 
+def test_a_complete_program_can_be_penalized_less_than_an_unclosed_reply():
+    unclosed = rw.EnvOutcome(valid=False, reason="unterminated_code_block", parsed=False)
+    crashed = rw.EnvOutcome(valid=False, reason="step_raised", parsed=True)
+    timed = rw.EnvOutcome(valid=False, reason="sandbox_timeout", timed_out=True)
+    upstream = RewardConfig()  # one penalty for every invalid design
+    assert [rw.designer_reward(o, upstream) for o in (unclosed, crashed)] == [-1.0, -1.0]
+    graded = RewardConfig(parsed_invalid_penalty=-0.8)
+    assert [rw.designer_reward(o, graded) for o in (unclosed, crashed, timed)] == [-1.0, -0.8, -0.5]
+    # a batch of invalid designs alone now has a spread for the advantages
+    scores = rw.score_designers([unclosed, crashed], graded)
+    assert scores.rewards == [-1.0, -0.8]
+
+
+def test_a_copied_design_gets_the_copy_reward_outside_the_centering():
+    def valid(unhinted, copy_of=None):
+        return rw.EnvOutcome(
+            hinted_returns=[1.0], unhinted_returns=unhinted, copy_of=copy_of, **VALID
+        )
+
+    batch = [valid([0.0]), valid([0.5]), valid([0.0], copy_of="ref:starter/math_sum_tries")]
+    plain = rw.score_designers(batch, RewardConfig(env_reward_scale=1.0))
+    assert plain.raw == [1.0, 0.5, 1.0]  # the copy is scored like the others
+    assert plain.rewards == pytest.approx([1 / 6, -1 / 3, 1 / 6])
+    cfg = RewardConfig(env_reward_scale=1.0, copy_reward=-0.5)
+    scores = rw.score_designers(batch, cfg)
+    assert scores.raw == [1.0, 0.5, -0.5]
+    assert scores.rewards == pytest.approx([0.25, -0.25, -0.5])  # centered over the other two
+    assert rw.designer_reward(batch[2], cfg) == -0.5 and rw.designer_reward(batch[0], cfg) == 1.0
+
+
 def test_plateau_shape():
     assert [rw.plateau(x) for x in (0.0, 0.15, 0.2, 0.4, 0.5, 0.6, 0.8, 0.85, 1.0)] == (
         pytest.approx([0.0, 0.0, 0.2, 1.0, 1.0, 1.0, 0.2, 0.0, 0.0])

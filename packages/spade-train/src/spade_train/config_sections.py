@@ -311,6 +311,11 @@ class AgentConfig(_Strict):
     agent's failure (``agent_error``), never the environment's. None: unbounded."""
     episode_budget_s: float | None = Field(None, gt=0.0)
     """Total agent time per episode (its rounds' calls, summed); past it, as above."""
+    system_prompt: str | None = None
+    """The agent's system message. None: spade-envs' ``DEFAULT_SYSTEM_PROMPT`` ("think
+    briefly, then end your reply with your move", and the tool prompt in tool environments);
+    ``""``: no system message. With ``answer_prefix`` the reply starts with the answer, so a
+    prompt asking for the move alone fits it better."""
     answer_prefix: str = ""
     """Text every agent reply starts with, written by the runner, not the policy (e.g.
     ``\\boxed{`` for a policy too small to keep the answer format): the policy continues it,
@@ -332,6 +337,16 @@ class RewardConfig(_Strict):
     learning-potential, solver-variance, or one added through the registry."""
     invalid_penalty: float = -1.0
     timeout_penalty: float = -0.5
+    parsed_invalid_penalty: float | None = None
+    """The penalty of an invalid design whose reply held a complete program (rejected by the
+    validator, not by the reply's parse: a crash, a failed check, a duplicate). None: the
+    ``invalid_penalty`` (upstream). Set above it, a cycle whose designs all fail still ranks a
+    complete program over a reply that never closed its code."""
+    copy_reward: float | None = None
+    """The raw reward of a valid design that is an exact or near copy of a shipped game or
+    scaffold example (``copy_of`` in the design records), in place of the variant's signal
+    (neither centered nor scaled, like the penalties). None: scored like any other
+    (upstream, which has no such check)."""
     per_skill_centering: bool | None = None
     """Center each skill's raw rewards and multiply by ``env_reward_scale``; ``None`` = the
     variant's own choice (every upstream variant centers; ``regret-pure`` does not)."""

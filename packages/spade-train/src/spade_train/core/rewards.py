@@ -64,6 +64,11 @@ class EnvOutcome:
     first_turn_valid: bool = True
     returns_by_offset: Mapping[int, Sequence[float]] | None = None
     env_id: str | None = None
+    parsed: bool = True
+    """The reply held a complete program (an invalid one was rejected by the validator, not
+    by the reply's parse)."""
+    copy_of: str | None = None
+    """A valid design that is an exact or near copy of a shipped game: that game's id."""
 
     def window(self) -> dict[int, list[float]]:
         if self.returns_by_offset is None:
@@ -81,6 +86,8 @@ class RewardSettings(Protocol):
     designer: str
     invalid_penalty: float
     timeout_penalty: float
+    parsed_invalid_penalty: float | None
+    copy_reward: float | None
     per_skill_centering: bool | None
     env_reward_scale: float | str
     max_env_reward_scale: float
@@ -427,12 +434,13 @@ def score_designers(
     if update_trackers_first:
         state.update(tracked)
     raw: list[float | None] = []
+    fixed: list[bool] = []  # a penalty or the copy reward: neither centered nor scaled
     for o in outcomes:
-        if not o.valid:
-            raw.append(float(cfg.timeout_penalty if o.timed_out else cfg.invalid_penalty))
-        else:
+        value = _fixed_reward(o, cfg)
+        fixed.append(value is not None)
+        if value is None:
             value = spec.fn(o, cfg, state)
-            raw.append(None if value is None else float(value))
+        raw.append(None if value is None else float(value))
     if not update_trackers_first:
         state.update(tracked)
     n_env = sum(o.valid for o in outcomes)
@@ -444,7 +452,7 @@ def score_designers(
         scale = float(cfg.env_reward_scale)
     centered = spec.centered if cfg.per_skill_centering is None else cfg.per_skill_centering
     rewards: list[float | None] = list(raw)
-    kept = [i for i, o in enumerate(outcomes) if o.valid and raw[i] is not None]
+    kept = [i for i, o in enumerate(outcomes) if not fixed[i] and raw[i] is not None]
     if centered and kept:
         values = [float(raw[i]) for i in kept]  # type: ignore[arg-type]
         centered_values = center_per_skill(values, [_skill(outcomes[i]) for i in kept])
@@ -465,6 +473,21 @@ def score_designers(
     return DesignerScores(rewards, raw, scale, metrics)
 
 
+def _fixed_reward(o: EnvOutcome, cfg: Any) -> float | None:
+    """The reward of an outcome the variant does not score: an invalid design's penalty
+    (``parsed_invalid_penalty`` when its reply held a complete program and that is set), a
+    copied design's ``copy_reward`` when set; None for the rest."""
+    if not o.valid:
+        if o.timed_out:
+            return float(cfg.timeout_penalty)
+        parsed = getattr(cfg, "parsed_invalid_penalty", None)
+        return float(parsed if o.parsed and parsed is not None else cfg.invalid_penalty)
+    copied = getattr(cfg, "copy_reward", None)
+    if o.copy_of is not None and copied is not None:
+        return float(copied)
+    return None
+
+
 def designer_rewards(
     outcomes: Sequence[EnvOutcome],
     cfg: Any,
@@ -482,8 +505,9 @@ def designer_rewards(
 def designer_reward(outcome: EnvOutcome, cfg: Any) -> float:
     """One completion scored alone (no centering, no trackers): the variant's raw signal,
     0 where it would be masked. Kept for callers that score items one by one."""
-    if not outcome.valid:
-        return float(cfg.timeout_penalty if outcome.timed_out else cfg.invalid_penalty)
+    fixed = _fixed_reward(outcome, cfg)
+    if fixed is not None:
+        return fixed
     value = get_designer_reward(cfg.designer).fn(
         outcome, cfg, RewardState(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
     )

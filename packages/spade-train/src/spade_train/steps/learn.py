@@ -58,6 +58,8 @@ def score(
                 timed_out=bool(d.reason and "timeout" in d.reason),
                 step_timeout=bool(p and p.step_timeout),
                 env_id=d.env_id,
+                parsed=d.parsed,
+                copy_of=d.copy_of,
             )
         )
         if p is not None:

@@ -41,6 +41,14 @@ def hint_plays(cfg: RunConfig) -> int:
     return cfg.agent.hint_plays_per_env
 
 
+def agent_system_prompt(cfg: RunConfig) -> str | None:
+    """The system message of the agent's episodes (``agent.system_prompt``; ``""``: none)."""
+    prompt = cfg.agent.system_prompt
+    if prompt is None:
+        return se.DEFAULT_SYSTEM_PROMPT
+    return prompt or None
+
+
 def play(
     cfg: RunConfig,
     backend: Any,
@@ -92,6 +100,7 @@ def play(
             concurrency=a.concurrency,
             workers=a.env_workers,
             scoring=a.scoring,
+            system_prompt=agent_system_prompt(cfg),
             agent_turn_s=a.turn_budget_s,
             agent_episode_s=a.episode_budget_s,
         )
