@@ -19,8 +19,9 @@ def headers(path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def pool():
-    # A short call limit keeps the infinite-loop fixture to one second.
-    with ss.SandboxPool(ss.SandboxConfig(limits=ss.Limits(call_wall_s=1.0)), size=2) as pool:
+    # A short call limit keeps the infinite-loop fixture to two seconds; at one second, the
+    # disk-quota fixture's reset (thousands of files) once ran past it on a loaded CI machine.
+    with ss.SandboxPool(ss.SandboxConfig(limits=ss.Limits(call_wall_s=2.0)), size=2) as pool:
         yield pool
 
 

@@ -1,5 +1,5 @@
 # expect: sandbox_disk_quota
-# why: reset writes 5,000 files into the work directory
+# why: reset writes 2,100 files into the work directory (the default quota is 2,000)
 """Guess the number: find a secret integer from higher/lower feedback."""
 
 import random
@@ -25,7 +25,7 @@ class GuessNumberEnv:
         self._secret = rng.randint(_LOW, _HIGH)
         self._turn = 0
         self._done = False
-        for index in range(5000):  # a cache of one file per entry: over the inode quota
+        for index in range(2100):  # a cache of one file per entry: over the inode quota
             with open(f"cache_{index}.txt", "w") as handle:
                 handle.write(str(index))
         observation = (
