@@ -223,6 +223,9 @@ def test_tool_use_cycle_plays_tool_envs(tmp_path):
     assert set(row["pool/skills"]) <= set(cfg.designer.skills)
     transcripts = list((tmp_path / "run/transcripts/cycle_0001").glob("*.json"))
     assert any("tool" in t.read_text() for t in transcripts)
+    # tool episodes open with the tool prompt, not the game quickstart's boxed-move prompt
+    first = [json.loads(t.read_text())["messages"][0] for t in transcripts]
+    assert first and all(m == {"role": "system", "content": se.TOOL_SYSTEM_PROMPT} for m in first)
 
 
 def _spade(*args, env=None):

@@ -161,3 +161,13 @@ def test_agent_system_prompt_default_none_or_own(configured, sent):
     cfg = load_recipe("quickstart")
     cfg.agent.system_prompt = configured
     assert agent_system_prompt(cfg) == sent
+
+
+def test_the_tool_use_quickstart_keeps_the_default_prompt_that_tool_episodes_replace():
+    from spade_train.config import load_recipe
+    from spade_train.steps.play import agent_system_prompt
+
+    games, tools = load_recipe("quickstart"), load_recipe("quickstart-tool-use")
+    assert games.agent.system_prompt and "\\boxed" in games.agent.system_prompt
+    assert tools.agent.system_prompt is None
+    assert agent_system_prompt(tools) == se.DEFAULT_SYSTEM_PROMPT
