@@ -296,6 +296,7 @@ def test_self_judge_no_costs_the_designer_its_penalty(tmp_path):
         [reply(SOURCE)],
         "designer.pipeline.self_judge.enabled=true",
         "reward.designer=regret",
+        "reward.copy_reward=null",  # the forced design copies a shipped game on purpose
         judge_reply="The rewards do not follow the rules. \\boxed{no}",
     )
     (d,) = designs
