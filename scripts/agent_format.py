@@ -21,6 +21,7 @@ import time
 import spade_envs as se
 from spade_train.backends import make_backend
 from spade_train.config import load_recipe
+from spade_train.errors import RecipeError
 from spade_train.play import PolicyAgent
 from spade_train.steps.play import agent_system_prompt
 
@@ -37,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("overrides", nargs="*", help="recipe overrides, KEY=VALUE")
     args = parser.parse_args(argv)
-    cfg = load_recipe(args.recipe, args.overrides)
+    try:
+        cfg = load_recipe(args.recipe, args.overrides)
+    except RecipeError as exc:
+        print(f"agent_format: {exc}", file=sys.stderr)
+        return 2
     if args.system_prompt is not None:
         cfg.agent.system_prompt = args.system_prompt
     elif args.default_system_prompt:
@@ -61,10 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         backend,
         lambda call: a.sampling.to_params(args.sample_seed + call),
         answer_prefix=a.answer_prefix,
+        thinking=a.thinking,
     )
     started = time.monotonic()
     results = se.run_episodes(
-        specs, agent, system_prompt=agent_system_prompt(cfg), concurrency=a.concurrency
+        specs,
+        agent,
+        system_prompt=agent_system_prompt(cfg),
+        concurrency=a.concurrency,
+        scoring=a.scoring,
     )
     turns = [(x.env_id, t) for x in results for t in x.turns]
     bad = [(env, t.reply) for env, t in turns if t.malformed]

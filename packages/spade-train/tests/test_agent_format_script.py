@@ -37,3 +37,13 @@ def test_the_recipe_prompt_or_the_default_is_played_and_the_counts_add_up():
     assert 0.0 <= share <= 1.0
     default = _run("--default-system-prompt")
     assert repr(se.DEFAULT_SYSTEM_PROMPT) in default.splitlines()[0]
+
+
+def test_a_bad_override_is_one_line_and_no_model_is_loaded():
+    script = str(ROOT / "scripts/agent_format.py")
+    done = subprocess.run(
+        [sys.executable, script, "agent.max_turns=zero"], capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("agent_format: ") and done.stderr.count("\n") == 1
+    assert "agent.max_turns" in done.stderr

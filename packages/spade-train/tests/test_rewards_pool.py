@@ -70,6 +70,7 @@ def test_a_copied_design_gets_the_copy_reward_outside_the_centering():
     scores = rw.score_designers(batch, cfg)
     assert scores.raw == [1.0, 0.5, -0.5]
     assert scores.rewards == pytest.approx([0.25, -0.25, -0.5])  # centered over the other two
+    assert scores.metrics["designer/masked_frac"] == 0.0  # a copy is scored, not masked
     assert rw.designer_reward(batch[2], cfg) == -0.5 and rw.designer_reward(batch[0], cfg) == 1.0
 
 

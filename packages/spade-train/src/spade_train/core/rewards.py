@@ -461,7 +461,11 @@ def score_designers(
     valid_raw = [float(raw[i]) for i in kept]  # type: ignore[arg-type]
     metrics = {
         "designer/raw_mean": _mean(valid_raw),
-        "designer/masked_frac": (n_env - len(kept)) / n_env if n_env else 0.0,
+        "designer/masked_frac": (
+            sum(o.valid and raw[i] is None for i, o in enumerate(outcomes)) / n_env
+            if n_env
+            else 0.0
+        ),
         "designer/scale": scale,
         "designer/step_timeout_frac": (
             sum(o.valid and o.step_timeout for o in outcomes) / n_env if n_env else 0.0
