@@ -56,6 +56,31 @@ def test_a_complete_program_can_be_penalized_less_than_an_unclosed_reply():
     assert scores.rewards == [-1.0, -0.8]
 
 
+def test_reason_penalties_rank_failures_of_the_same_parse_kind():
+    def failed(reason, **kw):
+        return rw.EnvOutcome(valid=False, reason=reason, **kw)
+
+    batch = [failed("step_raised"), failed("solution_fails"), failed("duplicate")]
+    batch += [failed("unterminated_code_block", parsed=False)]
+    batch += [failed("sandbox_timeout", timed_out=True)]
+    flat = RewardConfig(parsed_invalid_penalty=-0.8)
+    assert rw.score_designers(batch, flat).rewards == [-0.8, -0.8, -0.8, -1.0, -0.5]
+    ranked = RewardConfig(
+        parsed_invalid_penalty=-0.8,
+        reason_penalties={"solution_fails": -0.7, "duplicate": -0.9, "sandbox_timeout": -2.0},
+    )
+    # listed reasons take their own penalty; a timeout keeps timeout_penalty
+    assert rw.score_designers(batch, ranked).rewards == [-0.8, -0.7, -0.9, -1.0, -0.5]
+
+
+def test_an_unknown_reason_in_reason_penalties_is_refused_with_a_suggestion():
+    with pytest.raises(
+        ValueError, match="unknown rejection reason 'duplicat' .did you mean duplicate"
+    ):
+        RewardConfig(reason_penalties={"duplicat": -0.9})
+    assert RewardConfig(reason_penalties={"llm_validator_rejected": -0.9}).reason_penalties
+
+
 def test_a_copied_design_gets_the_copy_reward_outside_the_centering():
     def valid(unhinted, copy_of=None):
         return rw.EnvOutcome(

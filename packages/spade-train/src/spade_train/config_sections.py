@@ -342,6 +342,13 @@ class RewardConfig(_Strict):
     validator, not by the reply's parse: a crash, a failed check, a duplicate). None: the
     ``invalid_penalty`` (upstream). Set above it, a cycle whose designs all fail still ranks a
     complete program over a reply that never closed its code."""
+    reason_penalties: dict[str, float] | None = None
+    """Penalties by rejection reason (``design/reasons`` codes: ``duplicate``,
+    ``solution_fails``, ...), taking precedence over ``parsed_invalid_penalty`` and
+    ``invalid_penalty`` for the reasons listed (not over ``timeout_penalty``). None: one
+    penalty for every reason (upstream). Ranks what a small designer writes further: a program
+    that ran every episode but failed a quality check above one that crashed, a repeat of an
+    earlier design of the run below both."""
     copy_reward: float | None = None
     """The raw reward of a valid design that is an exact or near copy of a shipped game or
     scaffold example (``copy_of`` in the design records), in place of the variant's signal
@@ -386,6 +393,26 @@ class RewardConfig(_Strict):
             near = difflib.get_close_matches(v, names, n=1)
             tip = f" (did you mean {near[0]}?)" if near else ""
             raise ValueError(f"unknown designer reward {v!r}{tip}; allowed: {', '.join(names)}")
+        return v
+
+    @field_validator("reason_penalties")
+    @classmethod
+    def _reasons(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        import spade_corpus as sc
+
+        from spade_train.core.design import PARSE_REASON_CODES
+        from spade_train.steps.pipeline import PIPELINE_REASONS
+
+        known = sorted(
+            {*sc.VALIDATION_REASONS, *PARSE_REASON_CODES, *PIPELINE_REASONS, "duplicate"}
+        )
+        for code in v or {}:
+            if code not in known:
+                near = difflib.get_close_matches(code, known, n=1)
+                tip = f" (did you mean {near[0]}?)" if near else ""
+                raise ValueError(
+                    f"unknown rejection reason {code!r}{tip}; see design/reasons codes"
+                )
         return v
 
     @model_validator(mode="after")

@@ -87,6 +87,7 @@ class RewardSettings(Protocol):
     invalid_penalty: float
     timeout_penalty: float
     parsed_invalid_penalty: float | None
+    reason_penalties: Mapping[str, float] | None
     copy_reward: float | None
     per_skill_centering: bool | None
     env_reward_scale: float | str
@@ -479,11 +480,15 @@ def score_designers(
 
 def _fixed_reward(o: EnvOutcome, cfg: Any) -> float | None:
     """The reward of an outcome the variant does not score: an invalid design's penalty
-    (``parsed_invalid_penalty`` when its reply held a complete program and that is set), a
-    copied design's ``copy_reward`` when set; None for the rest."""
+    (its reason's entry in ``reason_penalties``, else ``parsed_invalid_penalty`` when its reply
+    held a complete program and that is set), a copied design's ``copy_reward`` when set; None
+    for the rest."""
     if not o.valid:
         if o.timed_out:
             return float(cfg.timeout_penalty)
+        by_reason = getattr(cfg, "reason_penalties", None) or {}
+        if o.reason in by_reason:
+            return float(by_reason[o.reason])
         parsed = getattr(cfg, "parsed_invalid_penalty", None)
         return float(parsed if o.parsed and parsed is not None else cfg.invalid_penalty)
     copied = getattr(cfg, "copy_reward", None)
