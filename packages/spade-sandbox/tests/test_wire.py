@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import threading
@@ -107,6 +108,47 @@ def test_reader_polls_then_sleeps_for_a_slow_peer():
     finally:
         for fd in (r, w, blocking.fd):
             os.close(fd)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="polling needs two CPUs")
+def test_a_reader_backs_off_polling_a_slow_peer_and_resumes_on_a_quick_one():
+    r, w = os.pipe()
+    reader = wire.FrameReader(r)
+    try:
+        after = []
+        for _ in range(8):  # a peer that answers 20 ms later: every poll runs out
+            thread = _frame_later(w, 0.02)
+            reader.read(100)
+            thread.join()
+            after.append(reader.backoff)
+        # polls on reads 1, 3 and 7, each followed by twice as many sleeping reads
+        assert after == [1, 1, 3, 3, 3, 3, 7, 7]
+        for _ in range(40):  # slow until the cap, then a frame already waiting at each read
+            thread = _frame_later(w, 0.02)
+            reader.read(100)
+            thread.join()
+        assert reader.backoff == wire.SPIN_MAX_BACKOFF
+        quick = []
+        for _ in range(wire.SPIN_MAX_BACKOFF + 1):
+            wire.write_frame(w, {"x": 1})
+            reader.read(100)
+            quick.append(reader.backoff)
+        first = quick.index(0)  # the first poll found the frame there: the back-off is over
+        assert set(quick[:first]) <= {wire.SPIN_MAX_BACKOFF} and set(quick[first:]) == {0}
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_a_frame_nested_past_the_limit_is_refused_whatever_its_brackets():
+    deep = b"[" * (wire.MAX_DEPTH + 1) + b"]" * (wire.MAX_DEPTH + 1)
+    with pytest.raises(wire.FrameError, match="deeper than"):
+        wire.decode(deep)
+    at_limit = b"[" * wire.MAX_DEPTH + b"]" * wire.MAX_DEPTH
+    assert wire.nesting_depth(wire.decode(at_limit)) == wire.MAX_DEPTH
+    # brackets inside strings only make the check walk the value; they are not nesting
+    text = json.dumps({"s": "[" * 500, "v": [[1]]}).encode()
+    assert wire.decode(text) == {"s": "[" * 500, "v": [[1]]}
 
 
 def test_reader_on_one_cpu_never_polls():

@@ -38,9 +38,13 @@ MAX_DEPTH = 64
 SPIN_S = 50e-6
 """How long a reader polls (yielding the CPU between polls) before it sleeps in the kernel.
 Waking a sleeping process on another CPU costs this VM ~100 us a round trip; a reply that
-comes within the window is picked up at once. A reader on a slow peer (a worker waiting for
-the policy) spends at most this much CPU per wait. A reader made on a single CPU never polls:
-there it would only delay the peer."""
+comes within the window is picked up at once. A poll that runs out backs off: the reader then
+sleeps at once for its next 1, 3, 7, then 15 reads before it polls again, and a poll that
+succeeds ends the back-off. A reader on a slow peer (a worker waiting for the policy or for a
+play round's agent) so polls on about one read in 16. A reader made on a single CPU never
+polls: there it would only delay the peer."""
+SPIN_MAX_BACKOFF = 15
+"""The most reads a reader sleeps through at once before it polls again."""
 
 
 class FrameError(Exception):
@@ -104,7 +108,10 @@ def decode(body: bytes) -> object:
         raise FrameError("invalid", f"frame is not valid JSON: {exc}") from None
     except RecursionError:
         raise FrameError("invalid", "frame is nested too deeply to decode") from None
-    if nesting_depth(value) > MAX_DEPTH:
+    # Each level opens with a bracket, so a body with at most MAX_DEPTH of them (in strings
+    # or not) cannot nest deeper: the walk is needed only above that.
+    brackets = body.count(b"[") + body.count(b"{")
+    if brackets > MAX_DEPTH and nesting_depth(value) > MAX_DEPTH:
         raise FrameError("invalid", f"frame nests lists or dicts deeper than {MAX_DEPTH} levels")
     return value
 
@@ -137,16 +144,24 @@ class FrameReader:
         self.fd = fd
         self.buffer = bytearray()
         self.spins = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
+        self.backoff = 0  # reads to sleep through after the next poll that runs out
+        self.skip = 0  # reads left that sleep at once
 
     def _spin(self) -> bool:
-        """Poll the fd for up to SPIN_S (not on one CPU); True once it is readable."""
+        """Poll the fd for up to SPIN_S (not on one CPU, not while backing off); True once it
+        is readable."""
         if not self.spins:
+            return False
+        if self.skip:
+            self.skip -= 1
             return False
         end = time.monotonic() + SPIN_S
         while True:
             if select.select([self.fd], [], [], 0)[0]:
+                self.backoff = 0
                 return True
             if time.monotonic() >= end:
+                self.backoff = self.skip = min(2 * self.backoff + 1, SPIN_MAX_BACKOFF)
                 return False
             os.sched_yield()
 
