@@ -123,18 +123,30 @@ def test_a_reader_backs_off_polling_a_slow_peer_and_resumes_on_a_quick_one():
             after.append(reader.backoff)
         # polls on reads 1, 3 and 7, each followed by twice as many sleeping reads
         assert after == [1, 1, 3, 3, 3, 3, 7, 7]
-        for _ in range(40):  # slow until the cap, then a frame already waiting at each read
-            thread = _frame_later(w, 0.02)
-            reader.read(100)
-            thread.join()
-        assert reader.backoff == wire.SPIN_MAX_BACKOFF
-        quick = []
-        for _ in range(wire.SPIN_MAX_BACKOFF + 1):
-            wire.write_frame(w, {"x": 1})
-            reader.read(100)
-            quick.append(reader.backoff)
-        first = quick.index(0)  # the first poll found the frame there: the back-off is over
-        assert set(quick[:first]) <= {wire.SPIN_MAX_BACKOFF} and set(quick[first:]) == {0}
+        assert reader.skip == 6
+        wire.write_frame(w, {"x": 1})  # a frame already there: the peer is quick again
+        assert reader.read(100) == {"x": 1}
+        assert (reader.backoff, reader.skip) == (0, 0)  # the next read polls
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_only_a_frame_later_than_a_wake_up_makes_a_reader_back_off():
+    r, w = os.pipe()
+    reader = wire.FrameReader(r)
+    try:
+        steps = []
+        for _ in range(6):
+            reader.after_wait(wire.SLOW_PEER_S * 10, polled_out=True)
+            steps.append(reader.backoff)
+        assert steps == [1, 3, 7, 15, 15, 15] and wire.SPIN_MAX_BACKOFF == 15
+        reader.after_wait(wire.SLOW_PEER_S * 10, polled_out=False)  # a read that slept at once
+        assert reader.backoff == 15
+        # late by a wake-up only (a sequential peer whose reader slept): poll again at once,
+        # so two readers backing off in turn cannot keep each other slow
+        reader.after_wait(wire.SPIN_S * 4, polled_out=True)
+        assert (reader.backoff, reader.skip) == (0, 0)
     finally:
         os.close(r)
         os.close(w)

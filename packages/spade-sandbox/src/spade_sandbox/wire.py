@@ -38,11 +38,15 @@ MAX_DEPTH = 64
 SPIN_S = 50e-6
 """How long a reader polls (yielding the CPU between polls) before it sleeps in the kernel.
 Waking a sleeping process on another CPU costs this VM ~100 us a round trip; a reply that
-comes within the window is picked up at once. A poll that runs out backs off: the reader then
-sleeps at once for its next 1, 3, 7, then 15 reads before it polls again, and a poll that
-succeeds ends the back-off. A reader on a slow peer (a worker waiting for the policy or for a
-play round's agent) so polls on about one read in 16. A reader made on a single CPU never
-polls: there it would only delay the peer."""
+comes within the window is picked up at once. A reader made on a single CPU never polls:
+there it would only delay the peer. A reader on a slow peer backs off (see SLOW_PEER_S)."""
+SLOW_PEER_S = 1e-3
+"""A frame that came this long after the read began (a worker waiting for the policy, or
+for a play round's agent) makes a reader whose poll ran out back off: it sleeps at once for
+its next 1, 3, 7, then 15 reads (`SPIN_MAX_BACKOFF`) before it polls again, so it polls on
+about one read in 16. A frame that came sooner ends the back-off: a sequential peer that is
+only late by a wake-up (~100 us here) is polled for again at once, so two readers never
+keep each other slow by backing off in turn."""
 SPIN_MAX_BACKOFF = 15
 """The most reads a reader sleeps through at once before it polls again."""
 
@@ -144,26 +148,32 @@ class FrameReader:
         self.fd = fd
         self.buffer = bytearray()
         self.spins = len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else True
-        self.backoff = 0  # reads to sleep through after the next poll that runs out
+        self.backoff = 0  # reads to sleep through after the next poll that runs out on a slow peer
         self.skip = 0  # reads left that sleep at once
 
-    def _spin(self) -> bool:
-        """Poll the fd for up to SPIN_S (not on one CPU, not while backing off); True once it
-        is readable."""
+    def _spin(self) -> bool | None:
+        """Poll the fd for up to SPIN_S (not on one CPU, not while backing off): True once it
+        is readable, False when the poll ran out, None when no poll was made."""
         if not self.spins:
-            return False
+            return None
         if self.skip:
             self.skip -= 1
-            return False
+            return None
         end = time.monotonic() + SPIN_S
         while True:
             if select.select([self.fd], [], [], 0)[0]:
-                self.backoff = 0
                 return True
             if time.monotonic() >= end:
-                self.backoff = self.skip = min(2 * self.backoff + 1, SPIN_MAX_BACKOFF)
                 return False
             os.sched_yield()
+
+    def after_wait(self, waited_s: float, polled_out: bool) -> None:
+        """Adjust the back-off once a frame's first bytes came `waited_s` after the read began
+        (`polled_out`: this read polled in vain first); see SLOW_PEER_S."""
+        if waited_s <= SLOW_PEER_S:
+            self.backoff = self.skip = 0
+        elif polled_out:
+            self.backoff = self.skip = min(2 * self.backoff + 1, SPIN_MAX_BACKOFF)
 
     @property
     def pending(self) -> bool:
@@ -172,7 +182,9 @@ class FrameReader:
     def _fill(self, want: int, deadline: float | None, poll=None, poll_s: float = 0.05) -> None:
         # The reply is rarely there yet when this is called (the request was just sent): poll
         # briefly, then wait in select() (deadline or poll) or in a blocking read.
-        ready = self._spin()
+        began = time.monotonic()
+        spun = self._spin()
+        ready = bool(spun)
         if not ready and deadline is None and poll is None:
             ready = True  # a blocking read waits in the kernel
         while True:
@@ -197,6 +209,10 @@ class FrameReader:
             if not chunk:
                 raise FrameError("eof", "the other side closed the channel")
             self.buffer += chunk
+            if spun is not True and self.spins:
+                self.after_wait(time.monotonic() - began, spun is False)
+            else:
+                self.backoff = 0
             return
 
     def read(self, max_bytes: int, deadline: float | None = None, poll=None) -> object:
