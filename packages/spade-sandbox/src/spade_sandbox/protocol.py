@@ -33,7 +33,7 @@ from .errors import (
     error_for,
 )
 from .limits import SandboxConfig
-from .quota import DiskQuota
+from .quota import DiskQuota, QuotaMeter
 
 FATAL_REASONS = frozenset(
     {
@@ -108,6 +108,7 @@ class FramedWorker:
         self._lock = threading.Lock()
         self.disk_quota: DiskQuota | None = None
         """Set by a backend whose work directory is not size-limited by the kernel."""
+        self._meter: QuotaMeter | None = None
         self.cpu_limit_s: float | None = None
         """`Limits.cpu_s` of this worker (set by the backend), to judge a SIGKILL."""
         self._replies = wire.FrameReader(reply_fd)
@@ -157,8 +158,7 @@ class FramedWorker:
         try:
             if self._dead:
                 raise ProtocolError("this worker is no longer running")
-            quota, path = self.disk_quota, self._disk_path()
-            poll = _quota_poll(quota, path) if quota and path and message["op"] != "close" else None
+            poll = self._quota_poll() if message["op"] != "close" else None
             call = Call(next(self._ids), str(message.get("op")), timeout_s,
                         time.monotonic() + timeout_s, poll)  # fmt: skip
             try:
@@ -229,6 +229,22 @@ class FramedWorker:
             self._die()
         raise error
 
+    def _quota_poll(self) -> Callable[[], None] | None:
+        """The check of the work directory against `disk_quota` (None: nothing to account)."""
+        quota, path = self.disk_quota, self._disk_path()
+        if quota is None or path is None:
+            return None
+        meter = self._meter
+        if meter is None or meter.quota != quota or meter.path != path:
+            meter = self._meter = QuotaMeter(quota, path)
+
+        def poll() -> None:
+            excess = meter.excess()
+            if excess is not None:
+                raise _OverQuota(excess)
+
+        return poll
+
     def close(self) -> None:
         if self._closed:
             return
@@ -294,15 +310,6 @@ class Call:
     timeout_s: float
     deadline: float
     poll: Callable[[], None] | None
-
-
-def _quota_poll(quota: DiskQuota, path: str) -> Callable[[], None]:
-    def poll() -> None:
-        excess = quota.excess(path)
-        if excess is not None:
-            raise _OverQuota(excess)
-
-    return poll
 
 
 def describe_exit(status: int | None, when: str, stderr_tail: str = "") -> SandboxError:
