@@ -23,6 +23,7 @@ import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 from transformers.generation.utils import GenerateDecoderOnlyOutput
 
+from spade_train.backends.blas import prefer_mkl_cnr
 from spade_train.backends.kv_cache import new_cache
 from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
 from spade_train.backends.render import render_prompt
@@ -91,6 +92,7 @@ class LocalBackend:
             self.governor = ThreadGovernor(threads)
         except ValueError as e:
             raise BackendError(str(e)) from None
+        self.mkl_mode = prefer_mkl_cnr()  # before the first matrix product (see blas.py)
         torch.manual_seed(seed)
         self.spec = model
         self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
