@@ -49,6 +49,15 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
             ),
             ("grounding / memory", f"{d.grounding.enabled} / {d.memory.enabled}"),
         ]
+        if cfg.cold_start.enabled:
+            c = cfg.cold_start
+            rows.append(
+                (
+                    "cold start",
+                    f"designer warm-up on the starter training games, {c.epochs} epochs, "
+                    f"lr {c.lr} (cached after the first run)",
+                )
+            )
     elif cfg.mode == "fixed-static":
         corpus = cfg.fixed.corpus
         if corpus != "example" and ("${" in corpus or not Path(corpus).exists()):

@@ -27,6 +27,7 @@ from spade_train.config_sections import (  # noqa: F401  (re-exported: the confi
     AgentConfig,
     BackendConfig,
     CheckpointConfig,
+    ColdStartConfig,
     DesignerConfig,
     EvalConfig,
     FixedConfig,
@@ -65,6 +66,7 @@ class RunConfig(_Strict):
     rlve: RlveConfig = Field(default_factory=RlveConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     overlap: bool = False
     """Run each cycle's update on the trainer while the next cycle designs, validates and
@@ -101,6 +103,11 @@ class RunConfig(_Strict):
                     "designer.scaffold: the reply stops at the end of the code, so it has no hint; "
                     "set designer.hint_source=policy (or endpoint)"
                 )
+        if self.cold_start.enabled and not (self.designer.scaffold and self.mode == "spade"):
+            raise ValueError(
+                "cold_start: the warm-up teaches the scaffolded designer of a spade run; "
+                "set designer.scaffold=true (mode spade, setting games) or cold_start.enabled=false"
+            )
         return self
 
 

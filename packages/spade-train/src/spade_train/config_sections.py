@@ -512,3 +512,12 @@ class EvalConfig(_Strict):
 class CheckpointConfig(_Strict):
     every: int = Field(1, ge=1)
     keep: int = Field(2, ge=1)
+
+
+class ColdStartConfig(_Strict):
+    """A brief supervised warm-up of the policy before the first cycle
+    (:mod:`spade_train.cold_start`); the warmed model is cached by everything that shapes it."""
+
+    enabled: bool = False
+    epochs: int = Field(2, ge=1)
+    lr: float = Field(3e-5, gt=0.0)

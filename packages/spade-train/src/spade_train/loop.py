@@ -106,9 +106,12 @@ class SelfPlay:
         if self.res.backend is None or self._backend_closed:
             self._backend_closed = False
             self.log(f"loading policy {cfg.backend.model} ({cfg.backend.name} backend)")
-            self.res.backend = make_backend(
-                cfg.backend.name, **cfg.backend.backend_kwargs(cfg.seed)
-            )
+            kwargs = cfg.backend.backend_kwargs(cfg.seed)
+            if cfg.cold_start.enabled:  # the policy starts from its cached supervised warm-up
+                from spade_train.cold_start import prepare
+
+                kwargs["model"] = str(prepare(cfg, self.log, self.show_progress))
+            self.res.backend = make_backend(cfg.backend.name, **kwargs)
         if self.res.sandbox is None and cfg.mode != "fixed-rlve":  # RLVE runs in this process
             self.res.sandbox = ss.SandboxPool(self.res.sandbox_config, size=cfg.validation.workers)
         on_ray = "ray" in (cfg.validation.executor, cfg.agent.executor)

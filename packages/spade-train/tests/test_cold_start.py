@@ -1,0 +1,80 @@
+"""The cold start: what it trains on (the starter corpus's training games only, each prompt
+the loop's own scaffolded prompt with the skill's other game as the target), that it lowers the
+targets' loss on a real tiny model, and that the warmed model is cached by what shapes it."""
+
+from __future__ import annotations
+
+import pytest
+import spade_envs as se
+import torch
+from spade_train.cold_start import designer_pairs, prepare
+from spade_train.config import load_recipe
+from spade_train.core import design as dz
+from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP
+from spade_train.errors import RecipeError
+from spade_train.loss import token_logprobs
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+TINY = ["backend.model=tiny:qwen3?layers=1&hidden=32", "cold_start.enabled=true"]
+
+
+def test_pairs_are_the_loop_prompts_with_the_other_training_game_as_target() -> None:
+    cfg = load_recipe("quickstart", ["cold_start.enabled=true"])
+    starter = se.load_corpus("starter")
+    train = {
+        skill: [
+            starter.source(r.id) for r in starter.records if (r.split, r.skill) == ("train", skill)
+        ]
+        for skill in se.SKILLS
+    }
+    heldout = [starter.source(r.id) for r in starter.records if r.split != "train"]
+    pairs = designer_pairs(cfg)
+    assert len(pairs) == 2 * len(se.SKILLS)
+    for i, (messages, target) in enumerate(pairs):
+        skill = cfg.designer.skills[i // 2]
+        loop = dz.build_designer_messages(
+            skill, max_turns=cfg.agent.max_turns, compact=True, scaffold=True, example_index=i % 2
+        )
+        assert messages == loop and messages[-1]["content"] == SCAFFOLD_PREFILL
+        shown, other = train[skill][i % 2], train[skill][(i + 1) % 2]
+        assert shown in messages[1]["content"] and other not in messages[1]["content"]
+        assert target == other.rstrip("\n") + SCAFFOLD_STOP[0]
+        assert not any(h in messages[1]["content"] or h.rstrip() in target for h in heldout)
+
+
+def test_a_cold_start_needs_the_scaffolded_designer() -> None:
+    with pytest.raises(RecipeError, match="cold_start: .*designer.scaffold=true"):
+        load_recipe("quickstart", ["cold_start.enabled=true", "designer.scaffold=false"])
+
+
+def _target_nll(model_dir: str, cfg) -> float:
+    from spade_train.cold_start import _encode
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    total = 0.0
+    for messages, target in designer_pairs(cfg)[:4]:
+        ids, n = _encode(tokenizer, messages, target)
+        with torch.no_grad():
+            logp, _ = token_logprobs(model, torch.tensor([ids]), torch.ones(1, len(ids)))
+        total -= float(logp[0, n:].mean())
+    return total / 4
+
+
+@pytest.mark.slow
+def test_the_warm_up_lowers_the_target_loss_and_is_cached(monkeypatch, tmp_path) -> None:
+    from spade_train.models import resolve_model
+
+    monkeypatch.setenv("SPADE_CACHE", str(tmp_path))
+    cfg = load_recipe("quickstart", [*TINY, "cold_start.epochs=1", "cold_start.lr=3e-3"])
+    lines: list[str] = []
+    warmed = prepare(cfg, lines.append, progress=False)
+    assert warmed.parent == tmp_path / "models" and "-cold-" in warmed.name
+    assert "12 designer examples x 1 epochs" in lines[-1]
+    base = resolve_model(cfg.backend.model)
+    assert _target_nll(str(warmed), cfg) < _target_nll(str(base), cfg) - 0.05
+    again = prepare(cfg, lines.append, progress=False)
+    assert again == warmed and lines[-1].startswith("cold start: cached")
+    other = load_recipe("quickstart", [*TINY, "cold_start.epochs=1", "cold_start.lr=1e-3"])
+    assert prepare(other, lines.append, progress=False) != warmed  # settings name the model
+    assert not [p for p in (tmp_path / "models").iterdir() if p.name.startswith(".")]
