@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"design_probe: {exc}", file=sys.stderr)
         return 2
     kwargs = cfg.backend.backend_kwargs(cfg.seed)
-    if cfg.cold_start.enabled:
+    if cfg.cold_start_applies:
         kwargs["model"] = str(prepare(cfg, print))
     backend = make_backend(cfg.backend.name, **kwargs)
     limits = ss.Limits(call_wall_s=cfg.validation.timeout_s)

@@ -11,7 +11,6 @@ from spade_train.cold_start import designer_pairs, prepare
 from spade_train.config import load_recipe
 from spade_train.core import design as dz
 from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP
-from spade_train.errors import RecipeError
 from spade_train.loss import token_logprobs
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -42,9 +41,13 @@ def test_pairs_are_the_loop_prompts_with_the_other_training_game_as_target() -> 
         assert not any(h in messages[1]["content"] or h.rstrip() in target for h in heldout)
 
 
-def test_a_cold_start_needs_the_scaffolded_designer() -> None:
-    with pytest.raises(RecipeError, match="cold_start: .*designer.scaffold=true"):
-        load_recipe("quickstart", ["cold_start.enabled=true", "designer.scaffold=false"])
+def test_a_run_without_a_scaffolded_designer_skips_the_cold_start() -> None:
+    assert load_recipe("quickstart").cold_start_applies
+    for override in ("designer.scaffold=false", "mode=fixed-static"):
+        cfg = load_recipe("quickstart", [override])
+        assert cfg.cold_start.enabled and not cfg.cold_start_applies
+    assert not load_recipe("quickstart-tool-use").cold_start.enabled
+    assert not load_recipe("quickstart", ["cold_start.enabled=false"]).cold_start_applies
 
 
 def _target_nll(model_dir: str, cfg) -> float:

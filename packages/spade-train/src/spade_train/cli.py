@@ -51,13 +51,13 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
         ]
         if cfg.cold_start.enabled:
             c = cfg.cold_start
-            rows.append(
-                (
-                    "cold start",
-                    f"designer warm-up on the starter training games, {c.epochs} epochs, "
-                    f"lr {c.lr} (cached after the first run)",
-                )
+            what = (
+                f"designer warm-up on the starter training games, {c.epochs} epochs, "
+                f"lr {c.lr} (cached after the first run)"
+                if cfg.cold_start_applies
+                else "skipped: no scaffolded designer to teach"
             )
+            rows.append(("cold start", what))
     elif cfg.mode == "fixed-static":
         corpus = cfg.fixed.corpus
         if corpus != "example" and ("${" in corpus or not Path(corpus).exists()):

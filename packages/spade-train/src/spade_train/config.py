@@ -103,12 +103,14 @@ class RunConfig(_Strict):
                     "designer.scaffold: the reply stops at the end of the code, so it has no hint; "
                     "set designer.hint_source=policy (or endpoint)"
                 )
-        if self.cold_start.enabled and not (self.designer.scaffold and self.mode == "spade"):
-            raise ValueError(
-                "cold_start: the warm-up teaches the scaffolded designer of a spade run; "
-                "set designer.scaffold=true (mode spade, setting games) or cold_start.enabled=false"
-            )
         return self
+
+    @property
+    def cold_start_applies(self) -> bool:
+        """Whether this run warms its policy up first: ``cold_start.enabled`` and a scaffolded
+        designer to teach (mode spade; the scaffold is a games-setting feature). A run of
+        another mode built on the quickstart recipe skips the warm-up and says so."""
+        return self.cold_start.enabled and self.designer.scaffold and self.mode == "spade"
 
 
 # -- recipes ---------------------------------------------------------------------------------

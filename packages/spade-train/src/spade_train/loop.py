@@ -107,10 +107,12 @@ class SelfPlay:
             self._backend_closed = False
             self.log(f"loading policy {cfg.backend.model} ({cfg.backend.name} backend)")
             kwargs = cfg.backend.backend_kwargs(cfg.seed)
-            if cfg.cold_start.enabled:  # the policy starts from its cached supervised warm-up
+            if cfg.cold_start_applies:  # the policy starts from its cached supervised warm-up
                 from spade_train.cold_start import prepare
 
                 kwargs["model"] = str(prepare(cfg, self.log, self.show_progress))
+            elif cfg.cold_start.enabled:
+                self.log("cold start: skipped (it teaches the scaffolded designer of a spade run)")
             self.res.backend = make_backend(cfg.backend.name, **kwargs)
         if self.res.sandbox is None and cfg.mode != "fixed-rlve":  # RLVE runs in this process
             self.res.sandbox = ss.SandboxPool(self.res.sandbox_config, size=cfg.validation.workers)
