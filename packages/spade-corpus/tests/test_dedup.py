@@ -205,3 +205,18 @@ def test_drop_duplicates_keeps_first(example):
     kept = drop_duplicates(corpus, report)
     assert kept.ids() == ["zz_copy", *example.ids()[1:]]
     assert first.id not in kept.validation and first.id not in kept.sources
+
+
+def test_a_near_copy_at_jaccard_087_is_found():
+    """A design of a 20-cycle quickstart run: the starter game ``optimization_fewest_coins``
+    with its step's endings reworded (exact shingle Jaccard 0.90, estimated 0.87). LSH with
+    equal weights (9 bands of 13 rows) never proposed the pair; its recall-weighted bands do."""
+    from pathlib import Path
+
+    starter = se.load_corpus("starter")
+    original = starter.source("optimization_fewest_coins")
+    copy = (Path(__file__).parent / "fixtures/near_copy_fewest_coins.py").read_text()
+    assert exact_key(copy) != exact_key(original)
+    report = find_duplicates([("original", original), ("copy", copy)])
+    assert [(c.kind, c.ids) for c in report.clusters] == [("near", ("original", "copy"))]
+    assert 0.8 <= report.clusters[0].jaccard < 0.95
