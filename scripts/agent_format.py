@@ -3,7 +3,7 @@
     uv run python scripts/agent_format.py [--recipe quickstart] [--seeds 8] [--sample-seed 3]
         [--system-prompt TEXT | --default-system-prompt] [KEY=VALUE ...]
 
-Loads the recipe's policy, plays every training game of the starter corpus (the quickstart's
+Loads the recipe's policy (after its cold start, when it has one), plays every training game of the starter corpus (the quickstart's
 pool at cycle 1) for ``--seeds`` episodes each, half of them with the game's hint, with the
 recipe's agent settings (answer prefix, sampling, turns), in this process without a sandbox,
 and prints the share of turns whose reply gave a parsed action, the mean return, the malformed
@@ -20,10 +20,15 @@ import time
 
 import spade_envs as se
 from spade_train.backends import make_backend
+from spade_train.cold_start import policy_model
 from spade_train.config import load_recipe
 from spade_train.errors import RecipeError
 from spade_train.play import PolicyAgent
 from spade_train.steps.play import agent_system_prompt
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg.agent.system_prompt = args.system_prompt
     elif args.default_system_prompt:
         cfg.agent.system_prompt = None
-    backend = make_backend(cfg.backend.name, **cfg.backend.backend_kwargs(cfg.seed))
+    kwargs = {**cfg.backend.backend_kwargs(cfg.seed), "model": policy_model(cfg, _say)}
+    backend = make_backend(cfg.backend.name, **kwargs)
     corpus = se.load_corpus("starter")
     specs = [
         se.EpisodeSpec(

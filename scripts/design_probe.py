@@ -4,27 +4,28 @@ are new, and why the others failed.
     uv run python scripts/design_probe.py [--recipe quickstart] [--cycles 4] [KEY=VALUE ...]
 
 Runs the recipe's design step (prompts, sampling, scaffold, hint pass) for ``--cycles`` cycles
-with the untrained policy, validates every design in the process sandbox, admits the valid ones
-to a pool (so a repeat of an earlier design is a ``duplicate``, as in a run) and asks spade-corpus's
-near-duplicate detection which valid designs copy a reference game. Prints one line per design
-(skill, outcome, the reference it copies and the highest structural Jaccard similarity to any
-reference) and the totals. ``KEY=VALUE`` overrides the recipe as on the ``spade train`` command
-line. Used to compare designer prompts for the quickstart (README).
+with the policy as a run starts it (after its cold start, when it has one; no loop updates),
+validates every design in the process sandbox, admits the valid ones to a pool (so a repeat of
+an earlier design is a ``duplicate``, as in a run) and asks spade-corpus's near-duplicate
+detection which valid designs copy a reference game. Prints one line per design (skill,
+outcome, and the reference game with the highest exact structural Jaccard similarity) and the
+totals. ``KEY=VALUE`` overrides the recipe as on the ``spade train`` command line. Used to
+compare designer prompts for the quickstart (README).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import sys
 import time
 
 import spade_corpus as sc
 import spade_sandbox as ss
-from datasketch import MinHash
 from spade_train.backends import make_backend
-from spade_train.cold_start import prepare
+from spade_train.cold_start import policy_model
 from spade_train.config import load_recipe
 from spade_train.core.pool import EnvPool
 from spade_train.core.scaffold import reference_sources
@@ -33,19 +34,27 @@ from spade_train.progress import StageProgress
 from spade_train.steps import design as s_design
 
 
-def _sketch(source: str) -> MinHash:
+def _shingles(source: str) -> frozenset[tuple[str, ...]]:
+    """The 5-token shingles of the identifier- and literal-blind token stream that spade-corpus's
+    near-duplicate detection hashes (here compared exactly, not estimated)."""
     tokens = sc.structure_tokens(source)
-    m = MinHash(num_perm=256, seed=1)
-    for i in range(max(1, len(tokens) - 4)):
-        m.update(" ".join(tokens[i : i + 5]).encode())
-    return m
+    return frozenset(tuple(tokens[i : i + 5]) for i in range(max(1, len(tokens) - 4)))
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_shingles() -> tuple[tuple[str, frozenset[tuple[str, ...]]], ...]:
+    return tuple((ref, _shingles(src)) for ref, src in reference_sources())
 
 
 def nearest_reference(source: str) -> tuple[str, float]:
-    """The reference game structurally closest to ``source`` and the estimated Jaccard."""
-    mine = _sketch(source)
-    scored = [(ref, mine.jaccard(_sketch(src))) for ref, src in reference_sources()]
+    """The reference game structurally closest to ``source`` and their shingle Jaccard."""
+    mine = _shingles(source)
+    scored = [(ref, len(mine & s) / len(mine | s)) for ref, s in _reference_shingles()]
     return max(scored, key=lambda x: x[1])
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,9 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except RecipeError as exc:
         print(f"design_probe: {exc}", file=sys.stderr)
         return 2
-    kwargs = cfg.backend.backend_kwargs(cfg.seed)
-    if cfg.cold_start_applies:
-        kwargs["model"] = str(prepare(cfg, print))
+    kwargs = {**cfg.backend.backend_kwargs(cfg.seed), "model": policy_model(cfg, _say)}
     backend = make_backend(cfg.backend.name, **kwargs)
     limits = ss.Limits(call_wall_s=cfg.validation.timeout_s)
     sandbox_config = ss.SandboxConfig(backend=cfg.validation.sandbox, limits=limits)

@@ -32,7 +32,7 @@ from spade_train.core import design as dz
 from spade_train.core.scaffold import SCAFFOLD_STOP, scaffold_examples
 from spade_train.models import _atomic_dir, resolve_model
 
-__all__ = ["designer_pairs", "cold_start_key", "prepare"]
+__all__ = ["designer_pairs", "cold_start_key", "policy_model", "prepare"]
 
 Pair = tuple[list[dict[str, str]], str]
 
@@ -107,6 +107,17 @@ def prepare(cfg: RunConfig, log: Callable[[str], None], progress: bool = True) -
     return _atomic_dir(final, lambda out: _train(cfg, base, pairs, out, progress))
 
 
+def policy_model(cfg: RunConfig, log: Callable[[str], None], progress: bool = True) -> str:
+    """The model a run's backend loads: the cached warm-up where ``cfg.cold_start_applies``,
+    else ``backend.model`` (said in one line when a cold start was asked for but does not
+    apply)."""
+    if cfg.cold_start_applies:
+        return str(prepare(cfg, log, progress))
+    if cfg.cold_start.enabled:
+        log("cold start: skipped (it teaches the scaffolded designer of a spade run)")
+    return cfg.backend.model
+
+
 def _encode(tokenizer: Any, messages: list[dict[str, str]], target: str) -> tuple[list[int], int]:
     from spade_train.backends.render import render_prompt
 
@@ -122,7 +133,6 @@ def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: b
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from spade_train.backends.blas import prefer_mkl_cnr
-    from spade_train.loss import token_logprobs
 
     prefer_mkl_cnr()  # before the first BLAS call, as the local backend does
     torch.manual_seed(cfg.seed)
@@ -140,7 +150,7 @@ def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: b
             order_rng.shuffle(order)
             for k in order:
                 ids, prompt_len = samples[k]
-                loss = _nll(model, token_logprobs, torch, ids, prompt_len)
+                loss = _nll(model, ids, prompt_len)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
@@ -152,8 +162,12 @@ def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: b
     (out / "cold_start.json").write_text(json.dumps({**cfg.cold_start.model_dump(), **meta}))
 
 
-def _nll(model: Any, token_logprobs: Any, torch: Any, ids: list[int], prompt_len: int) -> Any:
+def _nll(model: Any, ids: list[int], prompt_len: int) -> Any:
     """Mean negative log-likelihood of the tokens after ``prompt_len``."""
+    import torch
+
+    from spade_train.loss import token_logprobs
+
     input_ids = torch.tensor([ids])
     positions = torch.zeros_like(input_ids, dtype=torch.bool)
     positions[0, prompt_len:] = True

@@ -30,6 +30,7 @@ import spade_envs as se
 import spade_sandbox as ss
 
 from spade_train.backends.base import PolicyBackend, make_backend, submit_train_step
+from spade_train.cold_start import policy_model
 from spade_train.config import RunConfig, dump_config
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool, PoolEntry
@@ -107,12 +108,7 @@ class SelfPlay:
             self._backend_closed = False
             self.log(f"loading policy {cfg.backend.model} ({cfg.backend.name} backend)")
             kwargs = cfg.backend.backend_kwargs(cfg.seed)
-            if cfg.cold_start_applies:  # the policy starts from its cached supervised warm-up
-                from spade_train.cold_start import prepare
-
-                kwargs["model"] = str(prepare(cfg, self.log, self.show_progress))
-            elif cfg.cold_start.enabled:
-                self.log("cold start: skipped (it teaches the scaffolded designer of a spade run)")
+            kwargs["model"] = policy_model(cfg, self.log, self.show_progress)  # the warm-up's
             self.res.backend = make_backend(cfg.backend.name, **kwargs)
         if self.res.sandbox is None and cfg.mode != "fixed-rlve":  # RLVE runs in this process
             self.res.sandbox = ss.SandboxPool(self.res.sandbox_config, size=cfg.validation.workers)
