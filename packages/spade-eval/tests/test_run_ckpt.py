@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
@@ -83,6 +84,12 @@ def test_wandb_logs_the_flat_metrics_offline(tmp_path, monkeypatch):
                "metrics": {"aime2025_pass1": 0.25}, "skipped": {"tau2": "no user simulator"}}  # fmt: skip
     log_wandb(summary, argparse.Namespace(out=str(tmp_path)))
     (store,) = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))  # the offline log
+    keys = (b"eval/aime/mean", b"eval/aime/n", b"eval/aime2025_pass1", b"no user simulator")
+    # wandb's service writes the offline log after run.finish() returns (1 run in 5 read only
+    # its 7-byte header at once, all of it a moment later): wait for it, up to 30 s
+    deadline = time.monotonic() + 30
+    while not all(k in store.read_bytes() for k in keys) and time.monotonic() < deadline:
+        time.sleep(0.1)
     data = store.read_bytes()
-    for key in (b"eval/aime/mean", b"eval/aime/n", b"eval/aime2025_pass1", b"no user simulator"):
+    for key in keys:
         assert key in data, key
