@@ -80,4 +80,13 @@ def test_the_warm_up_lowers_the_target_loss_and_is_cached(monkeypatch, tmp_path)
     assert again == warmed and lines[-1].startswith("cold start: cached")
     other = load_recipe("quickstart", [*TINY, "cold_start.epochs=1", "cold_start.lr=1e-3"])
     assert prepare(other, lines.append, progress=False) != warmed  # settings name the model
+    # the run's seed does not name the warm-up (runs of other seeds share it); its own seed does
+    reseeded = load_recipe(
+        "quickstart", [*TINY, "cold_start.epochs=1", "cold_start.lr=3e-3", "seed=7"]
+    )
+    assert prepare(reseeded, lines.append, progress=False) == warmed
+    own = load_recipe(
+        "quickstart", [*TINY, "cold_start.epochs=1", "cold_start.lr=3e-3", "cold_start.seed=7"]
+    )
+    assert prepare(own, lines.append, progress=False) != warmed
     assert not [p for p in (tmp_path / "models").iterdir() if p.name.startswith(".")]

@@ -53,7 +53,7 @@ def test_every_shipped_recipe_loads(name: str) -> None:
 def test_recipe_specifics(monkeypatch: pytest.MonkeyPatch) -> None:
     q = load_recipe("quickstart")
     assert (q.cycles, q.designer.prompts_per_cycle, q.designer.group_size) == (2, 2, 2)
-    assert (q.agent.envs_per_cycle, q.agent.episodes_per_env, q.agent.max_turns) == (4, 2, 3)
+    assert (q.agent.envs_per_cycle, q.agent.episodes_per_env, q.agent.max_turns) == (6, 4, 3)
     assert q.backend.name == "local" and q.backend.model == "embedded:smollm2-135m"
     assert load_recipe("quickstart-tool-use").setting == "tool-use"
     assert load_recipe("ablation-no-hint-regret").reward.designer == "solve-rate"

@@ -9,7 +9,8 @@ it was shown. The held-out games are never shown or trained.
 
 The loss is the mean negative log-likelihood of the target tokens (prompt tokens are context
 only), one sample per optimizer step (AdamW, gradient norm clipped to 1), ``epochs`` passes
-in an order drawn from the run's seed. The warmed model is written next to the base model in
+in an order drawn from ``cold_start.seed`` (not the run's seed, so runs that differ only in
+seed share one warm-up). The warmed model is written next to the base model in
 the model cache, named by a hash of everything that shapes it (the base weights and config,
 the prompts and targets, the optimizer settings, the seed), in a temporary directory renamed
 into place: a second run with the same settings loads it in under a second, and a crash never
@@ -79,7 +80,7 @@ def cold_start_key(cfg: RunConfig, base: Path, pairs: list[Pair]) -> str:
             "pairs": pairs,
             "epochs": c.epochs,
             "lr": c.lr,
-            "seed": cfg.seed,
+            "seed": c.seed,
             "version": 1,
         },
         sort_keys=True,
@@ -135,13 +136,13 @@ def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: b
     from spade_train.backends.blas import prefer_mkl_cnr
 
     prefer_mkl_cnr()  # before the first BLAS call, as the local backend does
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(cfg.cold_start.seed)
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     model.train()
     samples = [_encode(tokenizer, m, t) for m, t in pairs]
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.cold_start.lr, weight_decay=0.0)
-    order_rng = random.Random(cfg.seed)
+    order_rng = random.Random(cfg.cold_start.seed)
     started = time.monotonic()
     with Progress(disable=not progress) as bar:
         task = bar.add_task("cold start", total=cfg.cold_start.epochs * len(samples))

@@ -521,3 +521,6 @@ class ColdStartConfig(_Strict):
     enabled: bool = False
     epochs: int = Field(2, ge=1)
     lr: float = Field(3e-5, gt=0.0)
+    # the warm-up's own seed (initialisation of sample order), not the run's: runs with other
+    # seeds share one cached warm-up, as they would share a released checkpoint
+    seed: int = Field(0, ge=0)
