@@ -3,8 +3,8 @@
     uv run python scripts/agent_format.py [--recipe quickstart] [--seeds 8] [--sample-seed 3]
         [--system-prompt TEXT | --default-system-prompt] [KEY=VALUE ...]
 
-Loads the recipe's policy (after its cold start, when it has one), plays every training game of the starter corpus (the quickstart's
-pool at cycle 1) for ``--seeds`` episodes each, half of them with the game's hint, with the
+Loads the recipe's policy (after its cold start, when it has one), plays every training game
+of the starter corpus (the quickstart's pool at cycle 1) for ``--seeds`` episodes each, half of them with the game's hint, with the
 recipe's agent settings (answer prefix, sampling, turns), in this process without a sandbox,
 and prints the share of turns whose reply gave a parsed action, the mean return, the malformed
 turns per game and a few of their replies. ``KEY=VALUE`` overrides the recipe as on the

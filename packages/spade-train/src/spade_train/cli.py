@@ -53,7 +53,7 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
             c = cfg.cold_start
             what = (
                 f"designer warm-up on the starter training games, {c.epochs} epochs, "
-                f"lr {c.lr} (cached after the first run)"
+                f"lr {c.lr}, seed {c.seed} (cached after the first run)"
                 if cfg.cold_start_applies
                 else "skipped: no scaffolded designer to teach"
             )

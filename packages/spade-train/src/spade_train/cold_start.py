@@ -12,7 +12,7 @@ only), one sample per optimizer step (AdamW, gradient norm clipped to 1), ``epoc
 in an order drawn from ``cold_start.seed`` (not the run's seed, so runs that differ only in
 seed share one warm-up). The warmed model is written next to the base model in
 the model cache, named by a hash of everything that shapes it (the base weights and config,
-the prompts and targets, the optimizer settings, the seed), in a temporary directory renamed
+the prompts and targets, the optimizer settings, its own seed), in a temporary directory renamed
 into place: a second run with the same settings loads it in under a second, and a crash never
 leaves half a model. Everything the loop judges still comes from this policy: its designs are
 validated by the real validator and played in the real environments.
