@@ -70,8 +70,9 @@ def step_costs(model: torch.nn.Module, context: float, rows: int) -> tuple[float
     """(bytes read, floating-point operations) of one decoding step at ``rows`` rows."""
     cfg = model.config
     weights = {p.data_ptr(): p.numel() * p.element_size() for p in model.parameters()}
+    width = next(model.parameters()).element_size()  # bytes per cached key/value number
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    kv = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 4 * context * rows
+    kv = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * width * context * rows
     linear = sum(
         2 * m.in_features * m.out_features
         for m in model.modules()
