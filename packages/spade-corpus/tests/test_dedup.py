@@ -146,6 +146,28 @@ def test_reports_are_reproducible(example):
     assert find_duplicates(items, seed=7).clusters[0].ids == first.clusters[0].ids
 
 
+def test_remembered_sources_give_the_report_a_cold_start_gives(example, monkeypatch):
+    """A training run checks every cycle's designs against the same references: their normal
+    forms and sketches are remembered, and the report is the one computed from scratch."""
+    from spade_corpus import dedup
+
+    items = [(i, example.sources[i]) for i in example.ids()] + [
+        ("copy", rename_identifiers(example.sources[example.ids()[1]]))
+    ]
+    dedup._normalized.cache_clear()
+    dedup._sketch.cache_clear()
+    cold = find_duplicates(items)
+    parses = []
+    real_parse = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: parses.append(1) or real_parse(*a, **k))
+    warm = find_duplicates(items)
+    assert warm == cold and warm.clusters[0].ids == (example.ids()[1], "copy")
+    assert parses == []  # nothing parsed again
+    assert dedup._sketch.cache_info().hits >= 60
+    # a changed parameter is a different sketch, not a remembered one
+    assert find_duplicates(items, seed=7).clusters[0].ids == cold.clusters[0].ids
+
+
 def test_bad_input_is_refused(example):
     with pytest.raises(ValueError, match="duplicate id"):
         find_duplicates([("a", "x = 1"), ("a", "y = 2")])

@@ -29,6 +29,7 @@ import token
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import spade_envs as se
@@ -70,8 +71,19 @@ def _strip_docstrings(tree: ast.AST) -> None:
                 setattr(node, name, kept or [ast.Pass()])
 
 
+MEMO_SOURCES = 256
+"""Sources whose normal form and sketch are remembered. A training run checks every cycle's
+designs against the same reference games; without the memo each cycle parsed all of them
+twice (for the exact key and for the tokens) and sketched them again."""
+
+
 def normalize_source(source: str) -> str:
     """Canonical text of a module: no docstrings or comments, whitespace as ``ast.unparse`` prints it."""
+    return _normalized(source)
+
+
+@lru_cache(maxsize=MEMO_SOURCES)
+def _normalized(source: str) -> str:
     try:
         with se.PARSE_LOCK:
             tree = ast.parse(source)
@@ -178,6 +190,12 @@ class DedupReport:
         }
 
 
+@lru_cache(maxsize=MEMO_SOURCES)
+def _sketch(source: str, shingle_size: int, num_perm: int, seed: int) -> MinHash:
+    """The MinHash of ``source``'s structure tokens (remembered: callers only read it)."""
+    return _minhash(structure_tokens(source), shingle_size, num_perm, seed)
+
+
 def _minhash(tokens: list[str], shingle_size: int, num_perm: int, seed: int) -> MinHash:
     sketch = MinHash(num_perm=num_perm, seed=seed)
     if len(tokens) <= shingle_size:
@@ -235,10 +253,7 @@ def find_duplicates(
     sources = dict(pairs)
     order = {env_id: i for i, (env_id, _) in enumerate(pairs)}
     representatives = [ids[0] for ids in groups.values()]
-    sketches = {
-        i: _minhash(structure_tokens(sources[i]), shingle_size, num_perm, seed)
-        for i in representatives
-    }
+    sketches = {i: _sketch(sources[i], shingle_size, num_perm, seed) for i in representatives}
     # LSH only proposes candidate pairs, each then judged by its estimated Jaccard, so its bands
     # are chosen for recall: with equal weights (9 bands of 13 rows at 0.8) a pair at Jaccard
     # 0.87 was never proposed one time in five; weighted 0.05 / 0.95 (16 bands of 8 rows) it is
