@@ -166,6 +166,11 @@ def test_remembered_sources_give_the_report_a_cold_start_gives(example, monkeypa
     assert dedup._sketch.cache_info().hits >= 60
     # a changed parameter is a different sketch, not a remembered one
     assert find_duplicates(items, seed=7).clusters[0].ids == cold.clusters[0].ids
+    # a source over the cap is normalized every time, never kept
+    long_source = example.sources[example.ids()[0]] + "\nx = 1" * dedup.MEMO_MAX_CHARS
+    dedup._normalized.cache_clear()
+    assert normalize_source(long_source).endswith("x = 1")
+    assert dedup._normalized.cache_info().currsize == 0
 
 
 def test_bad_input_is_refused(example):

@@ -75,15 +75,17 @@ MEMO_SOURCES = 256
 """Sources whose normal form and sketch are remembered. A training run checks every cycle's
 designs against the same reference games; without the memo each cycle parsed all of them
 twice (for the exact key and for the tokens) and sketched them again."""
+MEMO_MAX_CHARS = 64 * 1024
+"""Longer sources are never remembered, so the memo holds at most 256 sources of 64 Ki
+characters each, with their normal forms."""
 
 
 def normalize_source(source: str) -> str:
     """Canonical text of a module: no docstrings or comments, whitespace as ``ast.unparse`` prints it."""
-    return _normalized(source)
+    return _normalized(source) if len(source) <= MEMO_MAX_CHARS else _normalize(source)
 
 
-@lru_cache(maxsize=MEMO_SOURCES)
-def _normalized(source: str) -> str:
+def _normalize(source: str) -> str:
     try:
         with se.PARSE_LOCK:
             tree = ast.parse(source)
@@ -93,6 +95,9 @@ def _normalized(source: str) -> str:
         # Unparsable, or nested too deeply for the parser or for unparse (a 1,200-term sum):
         # the text itself, without blank lines and trailing spaces, is the key then.
         return "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
+
+
+_normalized = lru_cache(maxsize=MEMO_SOURCES)(_normalize)
 
 
 def exact_key(source: str) -> str:
@@ -253,7 +258,12 @@ def find_duplicates(
     sources = dict(pairs)
     order = {env_id: i for i, (env_id, _) in enumerate(pairs)}
     representatives = [ids[0] for ids in groups.values()]
-    sketches = {i: _sketch(sources[i], shingle_size, num_perm, seed) for i in representatives}
+    sketches = {
+        i: _sketch(sources[i], shingle_size, num_perm, seed)
+        if len(sources[i]) <= MEMO_MAX_CHARS
+        else _minhash(structure_tokens(sources[i]), shingle_size, num_perm, seed)
+        for i in representatives
+    }
     # LSH only proposes candidate pairs, each then judged by its estimated Jaccard, so its bands
     # are chosen for recall: with equal weights (9 bands of 13 rows at 0.8) a pair at Jaccard
     # 0.87 was never proposed one time in five; weighted 0.05 / 0.95 (16 bands of 8 rows) it is
