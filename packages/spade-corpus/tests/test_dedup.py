@@ -155,7 +155,7 @@ def test_remembered_sources_give_the_report_a_cold_start_gives(example, monkeypa
         ("copy", rename_identifiers(example.sources[example.ids()[1]]))
     ]
     dedup._normalized.cache_clear()
-    dedup._sketch.cache_clear()
+    dedup._sketched.cache_clear()
     cold = find_duplicates(items)
     parses = []
     real_parse = ast.parse
@@ -163,7 +163,7 @@ def test_remembered_sources_give_the_report_a_cold_start_gives(example, monkeypa
     warm = find_duplicates(items)
     assert warm == cold and warm.clusters[0].ids == (example.ids()[1], "copy")
     assert parses == []  # nothing parsed again
-    assert dedup._sketch.cache_info().hits >= 60
+    assert dedup._sketched.cache_info().hits >= 60
     # a changed parameter is a different sketch, not a remembered one
     assert find_duplicates(items, seed=7).clusters[0].ids == cold.clusters[0].ids
     # a source over the cap is normalized every time, never kept
@@ -171,6 +171,9 @@ def test_remembered_sources_give_the_report_a_cold_start_gives(example, monkeypa
     dedup._normalized.cache_clear()
     assert normalize_source(long_source).endswith("x = 1")
     assert dedup._normalized.cache_info().currsize == 0
+    dedup._sketched.cache_clear()
+    assert find_duplicates([("long", long_source)]).clusters == ()
+    assert dedup._sketched.cache_info().currsize == 0
 
 
 def test_bad_input_is_refused(example):

@@ -93,8 +93,9 @@ class Plain:
         texts = [
             tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs
         ]
-        tok.padding_side = "left"
-        batch = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = tok(
+            texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        )
         torch.manual_seed(params.seed or 0)
         out = model.generate(**batch, max_new_tokens=params.max_new_tokens, do_sample=True,
                              temperature=params.temperature, top_p=1.0, top_k=0,

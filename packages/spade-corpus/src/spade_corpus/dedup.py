@@ -195,10 +195,18 @@ class DedupReport:
         }
 
 
-@lru_cache(maxsize=MEMO_SOURCES)
 def _sketch(source: str, shingle_size: int, num_perm: int, seed: int) -> MinHash:
-    """The MinHash of ``source``'s structure tokens (remembered: callers only read it)."""
+    """The MinHash of ``source``'s structure tokens; remembered for sources up to
+    ``MEMO_MAX_CHARS`` (callers only read it)."""
+    make = _sketched if len(source) <= MEMO_MAX_CHARS else _sketch_of
+    return make(source, shingle_size, num_perm, seed)
+
+
+def _sketch_of(source: str, shingle_size: int, num_perm: int, seed: int) -> MinHash:
     return _minhash(structure_tokens(source), shingle_size, num_perm, seed)
+
+
+_sketched = lru_cache(maxsize=MEMO_SOURCES)(_sketch_of)
 
 
 def _minhash(tokens: list[str], shingle_size: int, num_perm: int, seed: int) -> MinHash:
@@ -258,12 +266,7 @@ def find_duplicates(
     sources = dict(pairs)
     order = {env_id: i for i, (env_id, _) in enumerate(pairs)}
     representatives = [ids[0] for ids in groups.values()]
-    sketches = {
-        i: _sketch(sources[i], shingle_size, num_perm, seed)
-        if len(sources[i]) <= MEMO_MAX_CHARS
-        else _minhash(structure_tokens(sources[i]), shingle_size, num_perm, seed)
-        for i in representatives
-    }
+    sketches = {i: _sketch(sources[i], shingle_size, num_perm, seed) for i in representatives}
     # LSH only proposes candidate pairs, each then judged by its estimated Jaccard, so its bands
     # are chosen for recall: with equal weights (9 bands of 13 rows at 0.8) a pair at Jaccard
     # 0.87 was never proposed one time in five; weighted 0.05 / 0.95 (16 bands of 8 rows) it is
