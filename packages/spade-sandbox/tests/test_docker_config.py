@@ -4,14 +4,18 @@ layers it reports, and a clear infrastructure error when the engine is unreachab
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from conftest import GAME
-from spade_sandbox import InfrastructureError, SandboxConfig, get_backend, open_env
+from spade_sandbox import InfrastructureError, Limits, SandboxConfig, get_backend, open_env, wire
 from spade_sandbox.docker_backend import (
+    _BOOTSTRAP,
     IN_WORKER_LAYERS,
     DockerBackend,
     DockerOptions,
+    _worker_sources,
     seccomp_profile,
 )
 
@@ -106,3 +110,30 @@ def test_unreachable_engine_is_a_one_line_infrastructure_error(monkeypatch, tmp_
         and "dockerd --bridge=none --iptables=false" in message
     )
     assert "\n" not in message
+
+
+def test_the_bootstrap_runs_the_worker_from_its_sources_alone(tmp_path):
+    # What the container runs, here on the host interpreter with no layers requested: every
+    # worker module arrives as an argument (none is importable from a file), and a game plays.
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-B", "-c", _BOOTSTRAP, *_worker_sources()],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tmp_path, env={},
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout
+
+    def call(rid: int, message: dict) -> dict:
+        wire.write_frame(proc.stdin.fileno(), {**message, "id": rid})
+        return wire.read_frame(proc.stdout.fileno(), 1 << 20)  # type: ignore[return-value]
+
+    try:
+        init = {"op": "init", "limits": Limits().to_dict(), "allowed_imports": ["random"],
+                "work_dir": str(tmp_path), "apply": []}  # fmt: skip
+        assert call(1, init)["value"]["layers"]["import_policy"] == "active"
+        assert call(2, {"op": "open", "source": GAME})["value"] == {"class_name": "GuessEnv"}
+        assert call(3, {"op": "reset", "seed": 3})["value"][0].startswith("Guess a number")
+        assert call(4, {"op": "step", "action": "x"})["value"][1] == 0.0
+        assert call(5, {"op": "close"}) == {"id": 5, "ok": True, "value": None}
+        assert proc.wait(10) == 0
+    finally:
+        proc.kill()
+        proc.wait()

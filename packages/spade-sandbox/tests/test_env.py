@@ -199,12 +199,12 @@ def test_required_layer_that_is_missing_is_an_infrastructure_error(config, monke
 
 
 def test_without_bubblewrap_it_falls_back_and_logs(config, monkeypatch, caplog):
-    from spade_sandbox import environment, process
+    from spade_sandbox import process, protocol
 
     monkeypatch.setattr(
         process, "bwrap_status", lambda: (None, "unavailable: disabled for this test")
     )
-    monkeypatch.setattr(environment, "_warned", set())
+    monkeypatch.setattr(protocol, "_warned", set())
     with caplog.at_level("WARNING", logger="spade_sandbox"):
         with open_env(GAME, config=config) as env:
             env.reset(seed=1)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from spade_sandbox import wire
-from spade_sandbox.worker import seccomp_program
+from spade_sandbox.worker_layers import seccomp_program
 
 json_values = st.recursive(
     st.none()

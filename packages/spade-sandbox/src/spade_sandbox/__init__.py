@@ -3,7 +3,7 @@
 from importlib.metadata import version as _version
 
 from .doctor import doctor_layers, doctor_report
-from .environment import SandboxedEnv, open_env, start_worker
+from .environment import SandboxedEnv, open_env
 from .errors import (
     BadReturn,
     DiskQuotaExceeded,
@@ -31,6 +31,7 @@ from .protocol import (
     describe_exit,
     get_backend,
     register_backend,
+    start_worker,
 )
 from .result import ExecResult
 from .script import run

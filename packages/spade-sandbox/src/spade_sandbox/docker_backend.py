@@ -53,7 +53,7 @@ from .docker_client import (  # noqa: F401  (LABEL and the cleanup are re-export
 )
 from .errors import InfrastructureError, SandboxError, SandboxMemoryError
 from .limits import SandboxConfig
-from .process import NOBODY, SCRUBBED_ENV, WORKER_DIR
+from .process import NOBODY, SCRUBBED_ENV, WORKER_DIR, WORKER_MODULES
 from .protocol import FramedWorker
 
 log = logging.getLogger("spade_sandbox")
@@ -110,15 +110,18 @@ def seccomp_profile() -> dict[str, Any]:
     }
 
 
-# Loads wire.py as the module `wire`, then runs worker.py as __main__ (sources in argv).
+# Loads each worker module (sources in argv, in WORKER_MODULES order) as a module of its name,
+# then runs the last, worker.py, as __main__.
 _BOOTSTRAP = (
     "import sys, types\n"
-    "wire = types.ModuleType('wire')\n"
-    f"exec(compile(sys.argv[1], '{SANDBOX_WORKER_DIR}/wire.py', 'exec'), wire.__dict__)\n"
-    "sys.modules['wire'] = wire\n"
-    "source = sys.argv[2]\n"
+    f"names = {list(WORKER_MODULES)!r}\n"
+    "sources = dict(zip(names, sys.argv[1:]))\n"
+    "for name in names[:-1]:\n"
+    "    module = types.ModuleType(name)\n"
+    f"    exec(compile(sources[name], '{SANDBOX_WORKER_DIR}/' + name + '.py', 'exec'), module.__dict__)\n"
+    "    sys.modules[name] = module\n"
     f"sys.argv = ['{SANDBOX_WORKER_DIR}/worker.py']\n"
-    f"exec(compile(source, '{SANDBOX_WORKER_DIR}/worker.py', 'exec'),"
+    f"exec(compile(sources['worker'], '{SANDBOX_WORKER_DIR}/worker.py', 'exec'),"
     " {'__name__': '__main__', '__package__': None, '__builtins__': __builtins__})\n"
 )
 
@@ -367,11 +370,11 @@ class DockerBackend:
         limits = config.limits
         memory = f"{_memory_mib(config, options)}m"
         tmpfs_flags = f"rw,nosuid,nodev,noexec,uid={NOBODY},gid={NOBODY},mode=0700"
-        wire_source, worker_source = _worker_sources()
+        sources = _worker_sources()
         try:
             container = client.containers.create(
                 options.image,
-                ["python3", "-S", "-B", "-c", _BOOTSTRAP, wire_source, worker_source],
+                ["python3", "-S", "-B", "-c", _BOOTSTRAP, *sources],
                 user=f"{NOBODY}:{NOBODY}",
                 environment=dict(CONTAINER_ENV),
                 working_dir=SANDBOX_WORK_DIR,
@@ -437,19 +440,20 @@ class DockerBackend:
 
 
 @functools.lru_cache(maxsize=1)
-def _worker_sources() -> tuple[str, str]:
-    """The text of wire.py and worker.py, checked to fit in one command-line argument each."""
+def _worker_sources() -> tuple[str, ...]:
+    """The text of each worker module (`WORKER_MODULES`), checked to fit in one command-line
+    argument each."""
     sources = []
-    for name in ("wire.py", "worker.py"):
-        with open(os.path.join(WORKER_DIR, name), encoding="utf-8") as f:
+    for name in WORKER_MODULES:
+        with open(os.path.join(WORKER_DIR, f"{name}.py"), encoding="utf-8") as f:
             text = f.read()
         if len(text.encode()) >= MAX_ARG_BYTES:
             raise InfrastructureError(
-                f"{name} is {len(text.encode())} bytes, over the {MAX_ARG_BYTES} a command-line "
+                f"{name}.py is {len(text.encode())} bytes, over the {MAX_ARG_BYTES} a command-line "
                 "argument may hold; the Docker backend passes it to the container that way"
             )
         sources.append(text)
-    return sources[0], sources[1]
+    return tuple(sources)
 
 
 def _memory_mib(config: SandboxConfig, options: DockerOptions) -> int:

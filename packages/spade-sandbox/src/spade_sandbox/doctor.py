@@ -6,10 +6,9 @@ import os
 import platform
 import sys
 
-from .environment import start_worker
 from .errors import SandboxError
 from .limits import LAYERS, SandboxConfig
-from .protocol import backend_names
+from .protocol import backend_names, start_worker
 
 
 def doctor_layers(config: SandboxConfig | None = None) -> dict[str, str]:

@@ -20,10 +20,10 @@ import threading
 import time
 import weakref
 
-from .environment import SandboxedEnv, check_layers, start_worker
+from .environment import SandboxedEnv
 from .errors import InfrastructureError, SandboxError
 from .limits import SandboxConfig
-from .protocol import WorkerHandle, get_backend
+from .protocol import WorkerHandle, check_layers, get_backend, start_worker
 from .result import ExecResult
 from .script import run_script
 

@@ -30,6 +30,7 @@ from .bwrap import (  # noqa: F401  (the constants are re-exported for the Docke
     SANDBOX_WORKER_DIR,
     SCRUBBED_ENV,
     WORKER_DIR,
+    WORKER_MODULES,
     bwrap_flags,
     bwrap_mounts,
     inner_paths,

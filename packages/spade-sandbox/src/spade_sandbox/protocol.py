@@ -13,6 +13,7 @@ entry imports `spade_sandbox.docker_backend` on first use and calls its `DockerB
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import signal
 import threading
@@ -335,7 +336,7 @@ def describe_exit(status: int | None, when: str, stderr_tail: str = "") -> Sandb
                 f"the worker wrote a file past Limits.max_file_mib {when}",
             )
         return error_for(ReasonCode.CRASHED, f"the worker was killed by {name} {when}{tail}")
-    if status == 70:
+    if status == wire.EXIT_CHANNEL_BROKEN:
         return error_for(
             ReasonCode.PROTOCOL_ERROR,
             f"the worker's channel broke {when} (the environment closed or wrote to the protocol descriptors)",
@@ -377,3 +378,40 @@ def backend_names() -> list[str]:
     """Names of the registered backends, sorted."""
     with _REGISTRY_LOCK:
         return sorted(_REGISTRY)
+
+
+log = logging.getLogger("spade_sandbox")
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def start_worker(config: SandboxConfig) -> WorkerHandle:
+    """A fresh worker from the configured backend, with `require_layers` enforced and every
+    other missing layer logged once per process."""
+    return check_layers(get_backend(config.backend).start(config), config)
+
+
+def check_layers(worker: WorkerHandle, config: SandboxConfig) -> WorkerHandle:
+    """Refuse (close) a worker missing a required layer; log other missing layers once."""
+    inactive = {
+        name: state for name, state in worker.layers.items() if not state.startswith("active")
+    }
+    missing = sorted(
+        n for n in config.require_layers if not worker.layers.get(n, "").startswith("active")
+    )
+    if missing:
+        worker.close()
+        details = "; ".join(
+            f"{name}: {inactive.get(name, 'not reported by the backend')}" for name in missing
+        )
+        raise InfrastructureError(
+            f"required isolation layer(s) not active ({details}); run `spade-sandbox doctor`"
+        )
+    with _warned_lock:
+        for name, state in sorted(inactive.items()):
+            if name not in _warned:
+                _warned.add(name)
+                log.warning(
+                    "spade-sandbox: isolation layer %s is %s; continuing without it", name, state
+                )
+    return worker

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import time
 
-from .environment import start_worker
 from .errors import ReasonCode, SandboxError
 from .limits import SandboxConfig
-from .protocol import WorkerHandle
+from .protocol import WorkerHandle, start_worker
 from .result import ExecResult
 
 

@@ -49,6 +49,8 @@ only late by a wake-up (~100 us here) is polled for again at once, so two reader
 keep each other slow by backing off in turn."""
 SPIN_MAX_BACKOFF = 15
 """The most reads a reader sleeps through at once before it polls again."""
+EXIT_CHANNEL_BROKEN = 70
+"""The worker's exit status when its channel breaks (the host reports `protocol_error`)."""
 
 
 class FrameError(Exception):
