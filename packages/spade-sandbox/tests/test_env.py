@@ -7,6 +7,7 @@ import pytest
 from conftest import GAME, child_pids, make_env_source
 from spade_sandbox import (
     ExecResult,
+    InfrastructureError,
     LimitExceeded,
     Limits,
     ReasonCode,
@@ -241,3 +242,25 @@ def test_forbidden_import_names_module_and_line(config):
     with pytest.raises(SandboxError, match=r"line 13 imports 'subprocess'") as caught:
         open_env(src, config=config)
     assert caught.value.reason is ReasonCode.FORBIDDEN_IMPORT
+
+
+def test_spade_sandbox_bwrap_off_hides_bubblewrap_and_a_typo_is_named(config, monkeypatch):
+    from spade_sandbox import process
+
+    process.bwrap_status.cache_clear()
+    monkeypatch.setenv("SPADE_SANDBOX_BWRAP", "off")
+    try:
+        assert SandboxConfig.from_env({"SPADE_SANDBOX_BWRAP": "off"}) == SandboxConfig()
+        with open_env(GAME, config=config) as env:
+            env.reset(seed=1)
+            assert env.layers["namespaces"] == "unavailable: turned off by SPADE_SANDBOX_BWRAP=off"
+            assert env.layers["seccomp"].startswith("active")
+            assert env.step(env.call("solution"))[1] == 1.0
+        monkeypatch.setenv("SPADE_SANDBOX_BWRAP", "maybe")
+        process.bwrap_status.cache_clear()
+        with pytest.raises(ValueError, match="SPADE_SANDBOX_BWRAP='maybe' is not 'auto' or 'off'"):
+            SandboxConfig.from_env({"SPADE_SANDBOX_BWRAP": "maybe"})
+        with pytest.raises(InfrastructureError, match="SPADE_SANDBOX_BWRAP='maybe'"):
+            open_env(GAME, config=config)
+    finally:
+        process.bwrap_status.cache_clear()

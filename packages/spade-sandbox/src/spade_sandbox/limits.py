@@ -199,8 +199,9 @@ class SandboxConfig:
         `SPADE_SANDBOX_ALLOWED_IMPORTS` (comma list, replaces the default),
         `SPADE_SANDBOX_EXTRA_IMPORTS` (comma list, added), `SPADE_SANDBOX_REQUIRE_LAYERS`
         (comma list, or `all`), `SPADE_SANDBOX_START_TIMEOUT_S`,
-        `SPADE_SANDBOX_RECYCLE_AFTER_EPISODES`, `SPADE_SANDBOX_WORK_ROOT`, and
-        `SPADE_SANDBOX_OPT_<NAME>` for backend options.
+        `SPADE_SANDBOX_RECYCLE_AFTER_EPISODES`, `SPADE_SANDBOX_WORK_ROOT`,
+        `SPADE_SANDBOX_OPT_<NAME>` for backend options, and `SPADE_SANDBOX_BWRAP` (checked
+        here, read by the process backend: see `bwrap_wanted`).
         """
         environ = os.environ if environ is None else environ
         limit_fields = {f.name: f.type for f in dataclasses.fields(Limits)}
@@ -230,6 +231,8 @@ class SandboxConfig:
                 values["recycle_after_episodes"] = _parse_number(key, raw, "int")
             elif name == "work_root":
                 values["work_root"] = raw
+            elif key == BWRAP_VARIABLE:
+                bwrap_wanted({key: raw})  # read by the process backend; checked here
             elif name.startswith("opt_") and len(name) > 4:
                 options[name[4:]] = raw
             else:
@@ -241,6 +244,21 @@ class SandboxConfig:
                 values.get("allowed_imports", DEFAULT_ALLOWED_IMPORTS) | extra
             )
         return cls(limits=Limits(**limits), backend_options=options, **values)
+
+
+BWRAP_VARIABLE = "SPADE_SANDBOX_BWRAP"
+
+
+def bwrap_wanted(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the process backend may use bubblewrap, from `SPADE_SANDBOX_BWRAP`: ``auto``
+    (the default: wherever it is installed and works) or ``off`` (never, as on a machine
+    without it; CI runs the sandbox tests a second time this way). Another value is a
+    ValueError naming the variable."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(BWRAP_VARIABLE, "auto").strip().lower()
+    if raw not in ("auto", "off"):
+        raise ValueError(f"{BWRAP_VARIABLE}={raw!r} is not 'auto' or 'off'")
+    return raw == "auto"
 
 
 def _names(what: str, value: Iterable[str]) -> frozenset[str]:

@@ -38,7 +38,7 @@ from .bwrap import (  # noqa: F401  (the constants are re-exported for the Docke
     python_path,
 )
 from .errors import InfrastructureError, SandboxError
-from .limits import SandboxConfig
+from .limits import BWRAP_VARIABLE, SandboxConfig, bwrap_wanted
 from .protocol import FramedWorker
 from .quota import DiskQuota
 from .spawn import spawn
@@ -46,7 +46,13 @@ from .spawn import spawn
 
 @functools.lru_cache(maxsize=1)
 def bwrap_status() -> tuple[str | None, str]:
-    """(path to a working bwrap or None, description); probed once per process."""
+    """(path to a working bwrap or None, description); probed once per process.
+    `SPADE_SANDBOX_BWRAP=off` hides an installed bwrap (see `limits.bwrap_wanted`)."""
+    try:
+        if not bwrap_wanted():
+            return None, f"unavailable: turned off by {BWRAP_VARIABLE}=off"
+    except ValueError as exc:
+        raise InfrastructureError(str(exc)) from None
     path = shutil.which("bwrap")
     if path is None:
         return None, "unavailable: bubblewrap is not installed (apt-get install bubblewrap)"

@@ -21,7 +21,13 @@ def preload(allowed: frozenset[str], python_path: Sequence[str] = ()) -> None:
     """Import the allowed modules and what the layers need while the interpreter's files are
     still readable; freeze them so the collector does not rescan them on every call.
     ``python_path``: directories searched after the standard library (allowed third-party
-    modules such as numpy)."""
+    modules such as numpy).
+
+    The layers' own modules (ctypes, resource, struct) are loaded here, and so is the codec
+    name resolution needs (``socket.getaddrinfo`` encodes host names with ``idna``): where
+    uid 65534 cannot read the standard library later (an interpreter below a 0700 home, with
+    no bubblewrap to mount it), a network attempt must still reach the seccomp filter and be
+    typed ``forbidden_syscall``, not fail first as the environment's own LookupError."""
     for path in python_path:
         if path not in sys.path:
             sys.path.append(path)
@@ -31,6 +37,7 @@ def preload(allowed: frozenset[str], python_path: Sequence[str] = ()) -> None:
         except ImportError:
             pass
     import ctypes  # noqa: F401
+    import encodings.idna  # noqa: F401
     import resource  # noqa: F401
     import struct  # noqa: F401
 
