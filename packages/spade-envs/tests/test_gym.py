@@ -10,6 +10,15 @@ def example_ids():
     return se.load_corpus("example").ids() if path.is_file() else []
 
 
+def shipped_gym_ids():
+    """Every shipped corpus's Gymnasium ids, from its own manifest and namespace."""
+    return [
+        f"{namespace}/{env_id}"
+        for name, namespace in se.SHIPPED_NAMESPACES.items()
+        for env_id in se.load_corpus(name).ids()
+    ]
+
+
 def test_the_fixture_env_passes_gymnasiums_own_checker(guess_factory):
     env = se.SpadeGymEnv(guess_factory, hint=GUESS_HINT)
     gymnasium_check_env(env, skip_render_check=True)
@@ -105,3 +114,78 @@ def test_register_corpus_registers_every_id(tmp_path):
     env.close()
     with pytest.raises(se.CorpusError, match="already registered"):
         se.register_corpus(path, namespace="spadetest", overwrite=False)
+
+
+def test_every_shipped_corpus_is_registered_under_its_own_namespace():
+    registered = {
+        i for i in gymnasium.registry if i.split("/")[0] in se.SHIPPED_NAMESPACES.values()
+    }
+    assert registered == set(shipped_gym_ids())
+    assert set(se.SHIPPED_NAMESPACES) == {"example", "starter", "tool_use"}
+    assert len(set(se.SHIPPED_NAMESPACES.values())) == 3
+
+
+@pytest.mark.parametrize(
+    "gym_id", [i for i in shipped_gym_ids() if not i.startswith(f"{se.NAMESPACE}/")]
+)
+def test_starter_and_tool_use_games_are_made_by_id_and_their_solution_wins(gym_id):
+    env = gymnasium.make(gym_id)
+    env.reset(seed=3)
+    for action in env.unwrapped.solution():
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    assert terminated and info["episode_return"] == 1.0
+    env.close()
+
+
+def test_spaces_print_short_and_stay_gymnasium_text_spaces(guess_factory):
+    import pickle
+
+    from gymnasium import spaces
+
+    env = se.SpadeGymEnv(guess_factory)
+    assert repr(env.action_space) == "Text(0, 8192, charset=TEXT_CHARSET)"
+    assert (
+        str(env.observation_space) == f"Text(0, {se.MAX_OBSERVATION_CHARS}, charset=TEXT_CHARSET)"
+    )
+    assert isinstance(env.action_space, spaces.Text)
+    plain = spaces.Text(8192, min_length=0, charset=se.TEXT_CHARSET)
+    assert env.action_space == plain and len(repr(plain)) > 60_000
+    copy = pickle.loads(pickle.dumps(env.action_space))
+    assert copy == env.action_space and repr(copy) == repr(env.action_space)
+    env.close()
+
+
+def test_closing_closes_the_environment_once_and_a_shared_factory_only_when_owned():
+    closed = []
+
+    class Env:
+        def __init__(self, max_turns=10, **kwargs):
+            pass
+
+        def reset(self, seed=None):
+            return "start", {}
+
+        def step(self, action):
+            return "done", 1.0, True, False, {}
+
+        def close(self):
+            closed.append("env")
+
+    class Factory:
+        def __call__(self, max_turns=10, **kwargs):
+            return Env()
+
+        def close(self):
+            closed.append("factory")
+
+    shared = Factory()
+    se.SpadeGymEnv(shared, close_factory=False).close()
+    assert closed == ["env"]
+    owner = se.SpadeGymEnv(shared)
+    owner.close()
+    owner.close()
+    assert closed == ["env", "env", "factory"]
+    se.SpadeGymEnv(Env).close()  # a class as the factory: its close() is the environment's
+    assert closed == ["env", "env", "factory", "env"]

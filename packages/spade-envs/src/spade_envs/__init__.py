@@ -102,8 +102,8 @@ from .errors import (
 from .fetch import FetchResult, fetch_corpus, verify_release
 from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
-from .registry import NAMESPACE, make_corpus_env, register_corpus
-from .registry import _register_example as _register_example
+from .registry import NAMESPACE, SHIPPED_NAMESPACES, make_corpus_env, register_corpus
+from .registry import _register_shipped as _register_shipped
 from .rlve import OFFICIAL16 as RLVE_OFFICIAL16
 from .rlve import RlveEnvironment, RlveFactory, rlve_env_ids
 from .rlve import parameter_for as rlve_parameter_for
@@ -126,7 +126,7 @@ from .tools import (
 
 __version__ = _version("spade-envs")
 
-_register_example()
+_register_shipped()
 
 __all__ = [
     "AgentTimeout",
@@ -165,6 +165,7 @@ __all__ = [
     "register_corpus",
     "make_corpus_env",
     "NAMESPACE",
+    "SHIPPED_NAMESPACES",
     # chat runner
     "Message",
     "Agent",

@@ -245,6 +245,12 @@ class CompatFactory:
     def __call__(self, max_turns: int = DEFAULT_MAX_TURNS, **kwargs: Any) -> CompatEnvironment:
         return CompatEnvironment(self.factory(max_turns=max_turns, **kwargs))
 
+    def close(self) -> None:
+        """Close the wrapped factory where it holds resources (a sandboxed one's idle workers)."""
+        close = None if isinstance(self.factory, type) else getattr(self.factory, "close", None)
+        if callable(close):
+            close()
+
 
 @dataclass(frozen=True)
 class CompatReport:

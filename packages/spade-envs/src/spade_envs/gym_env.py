@@ -4,11 +4,18 @@ Gymnasium's default ``Text`` charset holds only letters and digits; :data:`TEXT_
 whitespace, punctuation and the Basic Multilingual Plane, and observations outside it (astral
 characters such as emoji) are rejected with a ContractError rather than silently altered.
 For ``gymnasium.vector.AsyncVectorEnv`` pass ``shared_memory=False``: Text spaces cannot live in
-shared memory and come back zeroed otherwise.
+shared memory and come back zeroed otherwise. The spaces print short (``Text(0, 8192,
+charset=TEXT_CHARSET)``), not their 63,000 characters.
+
+Lifecycle: :meth:`SpadeGymEnv.close` closes the wrapped environment and, by default, the factory
+it came from (a sandboxed factory's idle workers), and the same happens when the object is
+garbage collected or at interpreter exit (``weakref.finalize``), so no worker process, file
+descriptor or work directory outlives the environment.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import gymnasium
@@ -35,9 +42,37 @@ def _charset() -> frozenset[str]:
 TEXT_CHARSET: frozenset[str] = _charset()
 
 
+class _Text(spaces.Text):
+    """A Text space over :data:`TEXT_CHARSET` whose repr names the charset instead of listing it."""
+
+    def __repr__(self) -> str:
+        return f"Text({self.min_length}, {self.max_length}, charset=TEXT_CHARSET)"
+
+
 def text_space(max_length: int) -> spaces.Text:
     """A Text space of up to ``max_length`` characters from :data:`TEXT_CHARSET` (empty allowed)."""
-    return spaces.Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+    return _Text(max_length=max_length, min_length=0, charset=TEXT_CHARSET)
+
+
+def _owned_factory(factory: EnvFactory) -> Any:
+    """``factory`` when closing it means something (an object with ``close()``, such as a
+    sandboxed factory holding idle workers); None for a class, whose ``close`` is the
+    environment's own method."""
+    if isinstance(factory, type) or not callable(getattr(factory, "close", None)):
+        return None
+    return factory
+
+
+def _close(env: Any, factory: Any) -> None:
+    """Close ``env``, then ``factory`` (None: not ours); the factory is closed even when the
+    environment's ``close`` raised."""
+    try:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    finally:
+        if factory is not None:
+            factory.close()
 
 
 class SpadeGymEnv(gymnasium.Env[str, str]):
@@ -61,6 +96,7 @@ class SpadeGymEnv(gymnasium.Env[str, str]):
         env_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
         env_id: str = "spade-env",
+        close_factory: bool = True,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r} is not supported; use 'ansi' or None")
@@ -71,6 +107,10 @@ class SpadeGymEnv(gymnasium.Env[str, str]):
         self.observation_space = text_space(MAX_OBSERVATION_CHARS + (len(hint) + 8 if hint else 0))
         self.action_space = text_space(MAX_ACTION_CHARS)
         self._env = factory(max_turns=max_turns, **(env_kwargs or {}))
+        # The finalizer holds the environment and the factory, never self: it runs on close(),
+        # when this object is collected, or at interpreter exit, whichever comes first.
+        owned = _owned_factory(factory) if close_factory else None
+        self._finalizer = weakref.finalize(self, _close, self._env, owned)
         self._observation = ""
         self._turn = 0
         self._done = False
@@ -125,5 +165,6 @@ class SpadeGymEnv(gymnasium.Env[str, str]):
         return self._observation if self.render_mode == "ansi" else None
 
     def close(self) -> None:
-        self._env.close()
+        """Close the environment (and the factory it owns); calling it again does nothing."""
+        self._finalizer()
         super().close()

@@ -1,10 +1,12 @@
 """Gymnasium registration: ``gymnasium.make("spade/<env_id>")`` for corpus environments.
 
 ``register_corpus(path)`` registers every environment of a corpus under the ``spade``
-namespace; importing spade_envs registers the shipped example corpus, so
-``gymnasium.make("spade/<id>")`` works after ``import spade_envs`` (or, without an import,
-``gymnasium.make("spade_envs:spade/<id>")``). The corpus is loaded and verified once per path,
-on the first ``make``.
+namespace (or another). Importing spade_envs registers every shipped corpus under its own
+namespace (:data:`SHIPPED_NAMESPACES`): the example corpus as ``spade/<id>``, the starter
+corpus as ``spade-starter/<id>`` and the tool-use corpus as ``spade-tool-use/<id>``, so
+``gymnasium.make("spade-starter/<id>")`` works after ``import spade_envs`` (or, without an
+import, ``gymnasium.make("spade_envs:spade/<id>")``). A corpus is loaded and verified once per
+path, on its first ``make``.
 """
 
 from __future__ import annotations
@@ -17,12 +19,26 @@ from typing import Any
 
 import gymnasium
 
-from .corpus import Corpus, example_corpus_path, load_corpus, resolve_corpus_path
+from .corpus import (
+    Corpus,
+    example_corpus_path,
+    load_corpus,
+    resolve_corpus_path,
+    starter_corpus_path,
+    tool_use_corpus_path,
+)
 from .errors import CorpusError
 
-__all__ = ["NAMESPACE", "register_corpus", "make_corpus_env"]
+__all__ = ["NAMESPACE", "SHIPPED_NAMESPACES", "register_corpus", "make_corpus_env"]
 
 NAMESPACE = "spade"
+
+#: The Gymnasium namespace of each shipped corpus, by the corpus name the CLI accepts.
+SHIPPED_NAMESPACES: dict[str, str] = {
+    "example": NAMESPACE,
+    "starter": "spade-starter",
+    "tool_use": "spade-tool-use",
+}
 
 
 @lru_cache(maxsize=32)
@@ -76,6 +92,13 @@ def register_corpus(
     return ids
 
 
-def _register_example() -> None:
-    if (example_corpus_path() / "manifest.jsonl").is_file():
-        register_corpus(example_corpus_path())
+def _register_shipped() -> None:
+    """Register every shipped corpus under its namespace (one whose files are absent is skipped)."""
+    paths = {
+        "example": example_corpus_path(),
+        "starter": starter_corpus_path(),
+        "tool_use": tool_use_corpus_path(),
+    }
+    for name, path in paths.items():
+        if (path / "manifest.jsonl").is_file():
+            register_corpus(path, namespace=SHIPPED_NAMESPACES[name])
