@@ -8,6 +8,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -333,6 +334,21 @@ def test_play_random_on_a_shipped_environment():
         ),
         (("play", "{corpus}", "--all"), ("--all needs an agent",)),
         (("play", "{corpus}", "--agent", "random"), ("ENV_ID",)),
+        # upper bounds on counts, checked before anything is built
+        (
+            ("play", "{corpus}", "--all", "--agent", "random", "--episodes", "1000001"),
+            ("--episodes must be between 1 and 1,000,000",),
+        ),
+        (("play", "{corpus}", "guess_wide", "--max-turns", "0"), ("--max-turns",)),
+        (("play", "{corpus}", "guess_wide", "--max-turns", "1001"), ("--max-turns",)),
+        (
+            ("play", "{corpus}", "guess_wide", "--agent", "random", "--concurrency", "5000"),
+            ("--concurrency must be between 1 and 1,024",),
+        ),
+        (("validate", "{missing}.py", "--max-turns", "99999"), ("--max-turns",)),
+        (("validate", "{missing}.py"), ("no such file",)),
+        (("play", "{missing}.py"), ("no such file",)),
+        (("play", "{corpus}", "guess_wide", "--hint-text", "x"), ("--hint-text is for a .py",)),
     ],
 )
 def test_user_mistakes_give_exit_2_and_one_line(corpus, tmp_path, args, fragments):
@@ -522,3 +538,90 @@ def test_play_shows_control_characters_as_escapes_not_terminal_codes():
     assert printable("\x1b[31mred\x1b[0m\tok\n\x00\x07") == "\\x1b[31mred\\x1b[0m\tok\n\\x00\\x07"
     assert printable("plain text, ünïcode") == "plain text, ünïcode"
     assert printable("\u202e") == "\\u202e"  # right-to-left override
+
+
+# --- one file, validate, empty corpora, Ctrl-C ------------------------------------------------
+
+
+@pytest.fixture
+def game_file(tmp_path) -> Path:
+    path = tmp_path / "my_guess.py"
+    path.write_text(GUESS_SOURCE, encoding="utf-8")
+    return path
+
+
+def test_list_of_an_empty_corpus_file_is_an_error_not_zero_environments(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert_one_line_error(run("list", empty), "holds no environments")
+
+
+def test_play_a_single_py_file_by_its_name(game_file, tmp_path):
+    proc = run(
+        "play", game_file, "--agent", "replay", "--actions", "\\boxed{25}||\\boxed{12}",
+        "--episodes", 2, "--hint-text", GUESS_HINT, "--transcripts", tmp_path / "t",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert summary_rows(proc.stdout)["my_guess"]["episodes"] == 2
+    files = sorted((tmp_path / "t").glob("my_guess-seed*-hint.json"))
+    assert len(files) == 2
+    first = json.loads(files[0].read_text())["messages"][1]["content"]
+    assert first.endswith(f"HINT: {GUESS_HINT}")
+
+
+def test_play_a_single_py_file_with_hint_but_no_hint_text_is_a_user_error(game_file):
+    assert_one_line_error(run("play", game_file, "--hint"), "--hint-text")
+
+
+def test_validate_accepts_a_good_file_and_rejects_a_bad_one_with_its_reason(game_file, tmp_path):
+    bad = tmp_path / "crashes.py"
+    bad.write_text(CRASH_SOURCE, encoding="utf-8")
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("class BrokenEnv(:\n", encoding="utf-8")
+    proc = run("validate", game_file, bad, syntax, "--hint-text", GUESS_HINT, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith(f"{game_file}: valid (GuessEnv; checked on seeds ")
+    assert lines[1].startswith(f"{bad}: rejected: [") and "ZeroDivisionError" in lines[1]
+    assert lines[2].startswith(f"{syntax}: rejected: ") and len(lines) == 3
+    assert "Traceback" not in proc.stderr
+
+
+def test_validate_in_process_gives_the_same_verdict(game_file):
+    proc = run("validate", game_file, "--no-sandbox")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"{game_file}: valid (GuessEnv")
+
+
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        line = next(x for x in f if x.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+@pytest.mark.timeout(180)
+def test_a_huge_batch_starts_at_once_and_ctrl_c_keeps_what_finished(tmp_path):
+    # 60 environments x 100,000 episodes: 6 million episodes, none built before it is played.
+    out = tmp_path / "t"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = ["play", "example", "--all", "--agent", "random", "--episodes", "100000"]
+    proc = subprocess.Popen(
+        [*MODULE, *args, "--transcripts", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(out.glob("*.json"))) < 16 and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert len(list(out.glob("*.json"))) >= 16, "no batch finished within 60 s"
+        assert _rss_mib(proc.pid) < 400  # 6 million specs up front took gigabytes
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert stderr.strip().splitlines() == ["spade-envs: interrupted; what finished was kept"]
+    rows = summary_rows(stdout)
+    kept = list(out.glob("*.json"))
+    assert sum(r["episodes"] for r in rows.values()) == len(kept) >= 16
