@@ -264,3 +264,33 @@ def test_spade_sandbox_bwrap_off_hides_bubblewrap_and_a_typo_is_named(config, mo
             open_env(GAME, config=config)
     finally:
         process.bwrap_status.cache_clear()
+
+
+def test_an_environment_nobody_closes_is_closed_when_collected_and_at_exit(config, tmp_path):
+    import gc
+    import os
+    import subprocess
+    import sys
+
+    here = config.replace(work_root=str(tmp_path))
+    env = open_env(GAME, config=here)
+    env.reset(seed=0)
+    work_dir = env.work_dir
+    assert work_dir and os.path.isdir(work_dir)
+    del env
+    gc.collect()
+    assert not os.path.exists(work_dir)
+    code = (
+        "import sys\n"
+        "from spade_sandbox import SandboxConfig, open_env\n"
+        "env = open_env(sys.argv[1], config=SandboxConfig(work_root=sys.argv[2]))\n"
+        "env.reset(seed=0)\n"
+        "print(env.work_dir, flush=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, GAME, str(tmp_path)], capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().startswith(str(tmp_path))
+    assert os.listdir(tmp_path) == []  # the worker's work dir went with it

@@ -5,6 +5,7 @@ an episode (reset, step, call, snapshot, restore) are `SandboxedEnv`'s own."""
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
 from typing import Self
 
@@ -26,6 +27,22 @@ def check_plain_json(value: object, what: str) -> None:
         raise TypeError(
             f"{what} must be JSON data (str, number, bool, None, list, dict): {exc}"
         ) from None
+
+
+class _WorkerSlot:
+    """The worker an environment holds now; what its finalizer closes."""
+
+    __slots__ = ("worker",)
+
+    def __init__(self) -> None:
+        self.worker: WorkerHandle | None = None
+
+
+def _close_slot(slot: _WorkerSlot) -> None:
+    """Close the worker of an environment that was never closed (collected, or at exit)."""
+    worker, slot.worker = slot.worker, None
+    if worker is not None:
+        worker.close()
 
 
 class WorkerLifecycle:
@@ -53,7 +70,10 @@ class WorkerLifecycle:
         self.requested_class = class_name
         self.class_name: str | None = None
         self._worker_source = worker_source
-        self._worker: WorkerHandle | None = None
+        self._slot = _WorkerSlot()
+        # Holds the slot, never self: an environment nobody closed has its worker closed when
+        # it is collected or, at the latest, when the interpreter exits.
+        self._finalizer = weakref.finalize(self, _close_slot, self._slot)
         self._failure: SandboxError | None = None
         self._closed = False
         self._budget = EpisodeBudget(config.limits)
@@ -100,6 +120,14 @@ class WorkerLifecycle:
         self._tainted = False
 
     @property
+    def _worker(self) -> WorkerHandle | None:
+        return self._slot.worker
+
+    @_worker.setter
+    def _worker(self, worker: WorkerHandle | None) -> None:
+        self._slot.worker = worker
+
+    @property
     def layers(self) -> dict[str, str]:
         """The isolation layers of the current worker (name -> state)."""
         return dict(self._worker.layers) if self._worker else {}
@@ -125,12 +153,6 @@ class WorkerLifecycle:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     @property
     def reusable(self) -> bool:
