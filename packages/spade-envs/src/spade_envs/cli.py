@@ -82,7 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env_id")
     p.add_argument("--no-source", action="store_true", help="omit the source code")
 
-    p = sub.add_parser("play", help="play interactively, or run an agent over episodes")
+    _add_play(sub.add_parser("play", help="play interactively, or run an agent over episodes"))
+    _add_validate(
+        sub.add_parser(
+            "validate", help="check environment files against the contract (spade_envs.check_env)"
+        )
+    )
+    return parser
+
+
+def _add_play(p: argparse.ArgumentParser) -> None:
     p.add_argument("corpus", help="a corpus, a shipped corpus name, or one environment's .py file")
     p.add_argument("env_id", nargs="?", help="environment id (omit with --all or for a .py file)")
     p.add_argument(
@@ -114,9 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sandbox", action="store_true", help="run the environment in spade-sandbox")
     p.add_argument("--transcripts", type=Path, help="write one JSON transcript per episode here")
 
-    p = sub.add_parser(
-        "validate", help="check environment files against the contract (spade_envs.check_env)"
-    )
+
+def _add_validate(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", type=Path, help="one environment's .py file each")
     p.add_argument("--hint-text", help="the privileged hint to check with the files")
     p.add_argument(
@@ -130,7 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run the files in this process (the default runs them in spade-sandbox when installed)",
     )
-    return parser
 
 
 def _bounded(name: str, value: int | None, low: int, high: int) -> None:

@@ -366,13 +366,51 @@ class DockerBackend:
             raise InfrastructureError(str(exc)) from None
         docker = _docker_sdk()
         self._require_image(options.image)
-        client = self.client()
+        container = self._create_container(config, options)
+        try:
+            attach = container.attach_socket(
+                params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+            worker = DockerWorker(container, attach)
+        except Exception as exc:
+            container.remove(force=True)
+            raise InfrastructureError(
+                f"could not attach to the worker container: {_first_line(exc)}"
+            ) from None
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            worker.close()
+            raise InfrastructureError(
+                f"the worker container did not start: {_first_line(exc)}"
+            ) from None
+        init = {
+            "op": "init",
+            "limits": config.limits.to_dict(),
+            "allowed_imports": sorted(config.allowed_imports),
+            "work_dir": SANDBOX_WORK_DIR,
+            "read_paths": ["/usr"],
+            "apply": list(options.worker_layers),
+        }
+        try:
+            value = worker.request(init, config.start_timeout_s, 64 * 1024)
+        except SandboxError as exc:
+            worker.close()
+            raise InfrastructureError(
+                f"the worker container failed to start ({exc.reason.value}: {exc.message})"
+            ) from None
+        worker.layers = _merge_layers(self.host_layers(config), value["layers"])  # type: ignore[index]
+        return worker
+
+    def _create_container(self, config: SandboxConfig, options: DockerOptions) -> Any:
+        """A created, not yet started, worker container: locked down, with its limits."""
+        docker = _docker_sdk()
         limits = config.limits
         memory = f"{_memory_mib(config, options)}m"
         tmpfs_flags = f"rw,nosuid,nodev,noexec,uid={NOBODY},gid={NOBODY},mode=0700"
         sources = _worker_sources()
         try:
-            container = client.containers.create(
+            return self.client().containers.create(
                 options.image,
                 ["python3", "-S", "-B", "-c", _BOOTSTRAP, *sources],
                 user=f"{NOBODY}:{NOBODY}",
@@ -403,40 +441,6 @@ class DockerBackend:
             raise InfrastructureError(
                 f"the Docker engine refused to create a worker container: {_first_line(exc)}"
             ) from None
-        try:
-            attach = container.attach_socket(
-                params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
-            )
-            worker = DockerWorker(container, attach)
-        except Exception as exc:
-            container.remove(force=True)
-            raise InfrastructureError(
-                f"could not attach to the worker container: {_first_line(exc)}"
-            ) from None
-        try:
-            container.start()
-        except docker.errors.APIError as exc:
-            worker.close()
-            raise InfrastructureError(
-                f"the worker container did not start: {_first_line(exc)}"
-            ) from None
-        init = {
-            "op": "init",
-            "limits": limits.to_dict(),
-            "allowed_imports": sorted(config.allowed_imports),
-            "work_dir": SANDBOX_WORK_DIR,
-            "read_paths": ["/usr"],
-            "apply": list(options.worker_layers),
-        }
-        try:
-            value = worker.request(init, config.start_timeout_s, 64 * 1024)
-        except SandboxError as exc:
-            worker.close()
-            raise InfrastructureError(
-                f"the worker container failed to start ({exc.reason.value}: {exc.message})"
-            ) from None
-        worker.layers = _merge_layers(self.host_layers(config), value["layers"])  # type: ignore[index]
-        return worker
 
 
 @functools.lru_cache(maxsize=1)

@@ -260,27 +260,10 @@ class Zygote:
 
     def __init__(self, config: SandboxConfig, host_layers: dict[str, str]) -> None:
         self.config = config
-        bwrap, _ = bwrap_status()
-        python, prefix = interpreter()
         self.work_root = tempfile.mkdtemp(prefix="spade-zygote-", dir=config.work_root)
         if os.getuid() == 0:
             os.chown(self.work_root, NOBODY, NOBODY)
-        extra = python_path(config)
-        if bwrap:
-            argv = [bwrap, *bwrap_flags(os.getuid() == 0), *bwrap_mounts(self.work_root, extra), "--", python, "-S", "-B",
-                    f"{SANDBOX_WORKER_DIR}/worker.py", "--zygote"]  # fmt: skip
-            self.inner_root, self.read_paths = (
-                SANDBOX_WORK_DIR,
-                [prefix, "/usr", SANDBOX_WORKER_DIR],
-            )
-        else:
-            argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py"), "--zygote"]
-            self.inner_root, self.read_paths = self.work_root, [prefix, "/usr", WORKER_DIR]
-        self.python_path = inner_paths(extra, bwrap)
-        self.read_paths = [*self.read_paths, *self.python_path]
-        self.layers = dict(host_layers)
-        if bwrap:
-            self.layers["namespaces"] += "; shared by the workers of one pool"
+        argv = self._command(config, host_layers)
         self.stderr_file = tempfile.TemporaryFile()
         self.sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -323,6 +306,29 @@ class Zygote:
             raise InfrastructureError(
                 "the sandbox zygote did not start; run `spade-sandbox doctor`"
             )
+
+    def _command(self, config: SandboxConfig, host_layers: dict[str, str]) -> list[str]:
+        """The zygote's command line; sets where its workers' dirs and paths lie inside it
+        and the layers they share."""
+        bwrap, _ = bwrap_status()
+        python, prefix = interpreter()
+        extra = python_path(config)
+        if bwrap:
+            argv = [bwrap, *bwrap_flags(os.getuid() == 0), *bwrap_mounts(self.work_root, extra), "--", python, "-S", "-B",
+                    f"{SANDBOX_WORKER_DIR}/worker.py", "--zygote"]  # fmt: skip
+            self.inner_root, self.read_paths = (
+                SANDBOX_WORK_DIR,
+                [prefix, "/usr", SANDBOX_WORKER_DIR],
+            )
+        else:
+            argv = [python, "-S", "-B", os.path.join(WORKER_DIR, "worker.py"), "--zygote"]
+            self.inner_root, self.read_paths = self.work_root, [prefix, "/usr", WORKER_DIR]
+        self.python_path = inner_paths(extra, bwrap)
+        self.read_paths = [*self.read_paths, *self.python_path]
+        self.layers = dict(host_layers)
+        if bwrap:
+            self.layers["namespaces"] += "; shared by the workers of one pool"
+        return argv
 
     def _send(self, message: dict, fds: list[int] | None = None) -> None:
         with self._send_lock:
