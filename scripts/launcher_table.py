@@ -140,6 +140,10 @@ FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "eval_every": (None, _same),
 }
 
+IGNORED_NOTE = (
+    "not applied: the training backend does not honour this key yet (its declared support, "
+    "`spade_train/backends/options.py`), so `spade train` refuses the recipe"
+)
 NOTES: dict[str, str] = {
     "--spade-game-regeneration-interval": "no key: the designer writes one regeneration's "
     "batch (skills-per-regen prompts x 8) every cycle, not every N rollouts",
@@ -382,15 +386,29 @@ def recipe_value(cfg: Any, key: str) -> Any:
     return node
 
 
+def ignored_by(cfg: Any, key: str) -> str | None:
+    """The backend that would ignore ``key`` in this recipe (its declared support), or None."""
+    field = key.removeprefix("backend.")
+    if field == key or "." in field:
+        return None
+    who, keys = cfg.backend.unhonoured()
+    return who if field in keys else None
+
+
 def cell(cfg: Any, flag: str, upstream: Any) -> tuple[str, bool]:
-    """``(text, agrees)`` for one flag of one recipe."""
+    """``(text, agrees)`` for one flag of one recipe. A value the recipe sets but its
+    backend does not honour never agrees: the cell says which backend ignores it."""
     key, convert = FLAGS[flag]
     if key is None:
         return f"— ({_show(upstream)})", False
     ours = recipe_value(cfg, key)
     want = convert(upstream)
     agrees = _equal(ours, want)
-    return (_show(ours) if agrees else f"{_show(ours)} ≠ {_show(want)}"), agrees
+    text = _show(ours) if agrees else f"{_show(ours)} ≠ {_show(want)}"
+    who = ignored_by(cfg, key)
+    if who is not None:
+        return f"{text} (ignored by {who})", False
+    return text, agrees
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -436,7 +454,7 @@ def render() -> str:
         for _launcher, fl in recipes.values():
             flags += [f for f in fl if f not in flags]
         by = {(r, f): t for (ti, r, f, t, _a) in data if ti == title}
-        bad = {f for (ti, _r, f, _t, a) in data if ti == title and not a}
+        bad = {f for (ti, _r, f, t, a) in data if ti == title and not a and "(ignored by " not in t}
         parts.append(f"### {title}\n")
         parts.append("Launchers: " + ", ".join(f"`{recipes[n][0]}` → `{n}`" for n in names))
         parts.append("")
@@ -446,14 +464,28 @@ def render() -> str:
             key = FLAGS[f][0] or "—"
             cells = [by.get((n, f), "") for n in names]
             note = NOTES.get(f, "") if f in bad else ""
+            if any("(ignored by " in c for c in cells):
+                note = "; ".join(filter(None, [IGNORED_NOTE, note]))
             parts.append(f"| `{f}` | `{key}` | " + " | ".join(cells) + f" | {note} |")
         parts.append("")
     return "\n".join(parts).rstrip() + "\n"
 
 
 def undocumented() -> list[str]:
-    """Differences (or unmapped flags) without a note: each is a bug in a recipe or here."""
-    return sorted({f"{r}: {f}" for (_t, r, f, _c, a) in rows() if not a and f not in NOTES})
+    """Differences (or unmapped flags) without a note: each is a bug in a recipe or here. A
+    value its backend ignores carries :data:`IGNORED_NOTE` and is listed by :func:`ignored`."""
+    return sorted(
+        {
+            f"{r}: {f}"
+            for (_t, r, f, c, a) in rows()
+            if not a and f not in NOTES and "(ignored by " not in c
+        }
+    )
+
+
+def ignored() -> list[str]:
+    """``recipe: flag`` for every value a recipe sets that its backend does not honour."""
+    return sorted({f"{r}: {f}" for (_t, r, f, c, _a) in rows() if "(ignored by " in c})
 
 
 def write_readme() -> None:
@@ -471,6 +503,8 @@ if __name__ == "__main__":
         write_readme()
     else:
         sys.stdout.write(render())
+    for item in ignored():
+        sys.stderr.write(f"not honoured by its backend: {item}\n")
     missing = undocumented()
     if missing:
         sys.stderr.write("differences without a note: " + "; ".join(missing) + "\n")

@@ -139,6 +139,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from spade_train.config import load_recipe
 
     cfg = load_recipe(args.recipe, args.overrides)
+    try:  # a key the backend would silently ignore is a mistake, dry run or not
+        cfg.backend.check_honoured()
+    except ValueError as exc:
+        raise UserError(f"recipe {cfg.name}: {exc}") from None
     run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir(cfg)
     _print_plan(cfg, run_dir)
     if args.dry_run:

@@ -10,7 +10,7 @@ import spade_envs as se
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spade_train.backends.base import backend_spec
-from spade_train.backends.options import BackendOptions, RayOptions
+from spade_train.backends.options import BackendOptions, RayOptions, ignored_fields
 from spade_train.errors import BackendError
 from spade_train.types import SamplingParams
 
@@ -125,6 +125,25 @@ class BackendConfig(_Strict):
         """What the backend would build, stopping at the device (see ``BackendOptions.plan``)."""
         defaults = {k: f.default for k, f in BackendConfig.model_fields.items()}
         return {"backend": self.name, **self.typed_options().plan(self.common(), defaults)}
+
+    def unhonoured(self) -> tuple[str, list[str]]:
+        """``(backend, keys)``: the backend that trains (for ``ray``, its inner one) and the
+        shared keys set away from their default that it does not honour (its declared
+        support, ``BackendOptions.honours``)."""
+        defaults = {k: f.default for k, f in BackendConfig.model_fields.items()}
+        who, keys = self.typed_options().honours()
+        return who or self.name, ignored_fields(keys, self.common(), defaults)
+
+    def check_honoured(self) -> None:
+        """A ValueError (one line) naming every set key the training backend would ignore."""
+        who, keys = self.unhonoured()
+        if keys:
+            names = ", ".join(f"backend.{k}" for k in keys)
+            raise ValueError(
+                f"{names}: not honoured by the {who} backend (it would train as if unset); "
+                f"remove {'them' if len(keys) > 1 else 'it'} from the recipe or choose a "
+                "backend that honours it (declared in spade_train/backends/options.py)"
+            )
 
 
 def _nested(exc: ValidationError, prefix: str, backend: str) -> ValueError:
