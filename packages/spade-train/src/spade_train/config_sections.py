@@ -288,6 +288,11 @@ class DesignerConfig(_Strict):
     train: bool = True
     """``False``: the designer's completions are never trained (upstream's
     ``--spade-no-train-on-env-trajectories``); the environments are still designed and played."""
+    regenerate_every: int = Field(1, ge=1)
+    """Cycles between designer rounds (upstream's ``--spade-game-regeneration-interval``: 4
+    for games). A round designs at cycles 1, 1+N, 1+2N, ...; the cycles in between play the
+    environments that round admitted (pool draws fill any shortfall), and the skills rotate
+    per round."""
 
 
 class ValidationConfig(_Strict):
@@ -315,6 +320,10 @@ class AgentConfig(_Strict):
     paired_hint_seeds: bool = False
     """Hint plays reuse the unhinted episodes' seeds (regret over the same instances)."""
     train_hint_plays: bool = False
+    batch_episodes: int | None = Field(None, ge=1)
+    """Trained episodes a cycle aims for: each of its environments plays
+    ``ceil(batch_episodes / environments)`` (upstream's global batch over its games: 192 / 24
+    = 8 in the games launchers); ``None``: ``episodes_per_env`` each."""
     scoring: Literal["strict", "upstream"] = "upstream"
     """How an episode is scored (spade-envs ``run_episodes``): ``upstream`` clips the return
     to [-1, 1] and scores an environment exception -1 (the released code); ``strict`` clips to
@@ -380,7 +389,8 @@ class RewardConfig(_Strict):
     """``auto``: ``min(agent episodes / designer items * regeneration_interval, max)``."""
     max_env_reward_scale: float = Field(50.0, gt=0.0)
     regeneration_interval: int = Field(1, ge=1)
-    """Cycles between designer rounds (1 here: the loop designs every cycle)."""
+    """Cycles between designer rounds, for ``env_reward_scale: auto``; unless set, it follows
+    ``designer.regenerate_every``."""
     regret_weight: float = Field(0.4, ge=0.0)
     regret_scale: float = Field(0.15, gt=0.0)
     regret_floor: bool = True
