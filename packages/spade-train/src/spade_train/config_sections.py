@@ -365,6 +365,10 @@ class RewardConfig(_Strict):
     learning-potential, solver-variance, or one added through the registry."""
     invalid_penalty: float = -1.0
     timeout_penalty: float = -0.5
+    train_invalid: bool = True
+    """``False``: an invalid design is masked, never trained (upstream: a design slot whose
+    every attempt failed leaves no designer sample, so no penalty reaches the policy; the paper
+    recipes). ``True``: it is trained with ``invalid_penalty`` (or the penalties below)."""
     parsed_invalid_penalty: float | None = None
     """The penalty of an invalid design whose reply held a complete program (rejected by the
     validator, not by the reply's parse: a crash, a failed check, a duplicate). None: the
