@@ -189,3 +189,41 @@ def test_official16_is_the_launchers_environment_set() -> None:
         "SAT", "ShortestPath", "Sorting", "SpiralMatrix", "SubsequenceReversalLNDS",
         "UndamagedSubmatrixCounting", "WYRLevelingGround",
     ]  # fmt: skip
+
+
+# -- grounding: one SPICE document per designer prompt ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("spade-games-4b", 6000), ("spade-games-30b", 6000), ("spade-tool-use-8b", 4000)],
+)
+def test_the_designer_sees_one_document_cut_at_the_launchers_budget(name, words, tmp_path):
+    import json
+
+    import spade_corpus as sc
+    from spade_train.cycle import grounding_sampler
+    from spade_train.steps.design import designer_prompts
+
+    body = " ".join(f"w{i}" for i in range(words + 500))
+    corpus = tmp_path / "spice.jsonl"
+    corpus.write_text(
+        "garbage line\n" + json.dumps({"orig_doc": body, "text": "chunk only"}) + "\n"
+    )
+    cfg = load_recipe(name, [f"designer.grounding.corpus_file={corpus}"])
+    assert (cfg.designer.grounding.mode, cfg.designer.grounding.max_words) == ("document", words)
+    prompts, _skills = designer_prompts(cfg, 1, sc.EnvironmentMemory(), grounding_sampler(cfg))
+    for messages in prompts:
+        user = messages[-1]["content"]
+        assert user.count("<reference_document>") == 1  # one document, not snippets
+        shown = user.split("<reference_document>\n", 1)[1].split("\n</reference_document>")[0]
+        text, marker = shown.rsplit("\n", 1)
+        assert text.split(" ") == body.split()[:words]  # the whole budget, not 400 characters
+        assert marker == f"[... the document is cut here, after {words} words]"
+        assert "chunk only" not in user  # orig_doc before text
+
+
+def test_tinker_has_no_corpus_grounding_or_memory() -> None:
+    for name in TINKER:
+        d = load_recipe(name).designer
+        assert not d.grounding.enabled and not d.memory.enabled

@@ -156,11 +156,20 @@ def _nested(exc: ValidationError, prefix: str, backend: str) -> ValueError:
 
 class GroundingConfig(_Strict):
     enabled: bool = True
+    mode: Literal["document", "snippets"] = "snippets"
+    """``document``: one corpus document per designer prompt, cut at ``max_words`` words with
+    a marker (the released code's SPICE grounding; the paper recipes); ``snippets``: ``k``
+    pieces of at most ``max_chars`` characters (for small-context policies)."""
     k: int = Field(2, ge=0)
     corpus_file: str | None = None
     """``None``: ``$CORPUS_FILE`` if set, else the sample shipped with spade-corpus."""
-    field: str = "text"
+    field: str | None = None
+    """The JSON field holding a record's text; ``None``: ``orig_doc``, else ``text`` (SPICE
+    records, then generic ones, as upstream)."""
     max_chars: int = Field(400, ge=1)
+    max_words: int = Field(6000, ge=1)
+    """``document`` mode's budget (upstream's ``--spade-corpus-max-doc-tokens``: 6000 for
+    games, 4000 for tool use)."""
 
 
 class MemoryConfig(_Strict):

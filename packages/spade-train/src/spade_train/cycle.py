@@ -108,7 +108,7 @@ def initial_state(cfg: RunConfig) -> RunState:
 
 
 def grounding_sampler(cfg: RunConfig) -> Any:
-    """The designer's grounding snippets (``designer.grounding``), or None."""
+    """The designer's grounding (documents or snippets, ``designer.grounding``), or None."""
     g = cfg.designer.grounding
     if cfg.mode != "spade" or not g.enabled:
         return None
@@ -118,6 +118,7 @@ def grounding_sampler(cfg: RunConfig) -> Any:
         max_chars=g.max_chars,
         min_chars=min(80, g.max_chars),
         seed=cfg.seed,
+        uniform=g.mode == "document",  # upstream draws documents uniformly
     )
 
 

@@ -54,7 +54,9 @@ def designer_prompts(
         index = design_round(cfg, cycle) * d.prompts_per_cycle + p
         skill = d.skills[index % len(d.skills)]
         snippets = []
-        if grounding is not None:
+        if grounding is not None and d.grounding.mode == "document":
+            snippets = [grounding.document(index=index, max_words=d.grounding.max_words).text]
+        elif grounding is not None:
             snippets = [s.text for s in grounding.sample(d.grounding.k, index=index)]
         shown = None
         if d.memory.enabled and len(memory):
@@ -75,6 +77,7 @@ def designer_prompts(
                 skill,
                 setting=cfg.setting,
                 grounding=snippets,
+                grounding_kind=d.grounding.mode,
                 memory=shown,
                 max_turns=cfg.agent.max_turns,
                 compact=d.compact,
