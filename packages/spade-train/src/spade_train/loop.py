@@ -146,10 +146,15 @@ class SelfPlay:
         for rec in corpus.records:
             if rec.split != self.cfg.fixed.split:
                 continue
+            source = se.compat_source(corpus.source(rec.id)) if compat else corpus.source(rec.id)
             tools = rec.extra.get("tools") if self.cfg.setting == "tool-use" else None
+            if self.cfg.setting == "tool-use" and compat and not tools:
+                from spade_train.steps.design import read_tools  # a ToolUseBaseEnv subclass's
+
+                tools = read_tools(source, rec.class_name, self.res.sandbox_config)
             entry = PoolEntry(
                 env_id=rec.id,
-                source=se.compat_source(corpus.source(rec.id)) if compat else corpus.source(rec.id),
+                source=source,
                 class_name=rec.class_name,
                 hint=rec.hint,
                 # tool-use environments are grouped by domain (their skill is "ToolUse")
