@@ -532,6 +532,27 @@ class LoggingConfig(_Strict):
     progress: bool = True
 
 
+class FixedModelEvalConfig(_Strict):
+    """A fixed chat model plays the latest designer round's environments every ``every``
+    cycles; its pass rate per game measures their difficulty (``fixed_eval/*`` metrics,
+    :mod:`spade_train.core.fixed_eval`; upstream's fixed-model evaluation). Never trained."""
+
+    every: int = Field(0, ge=0)
+    """Cycles between evaluations (0: never; upstream's Tinker launchers: 16)."""
+    endpoint: str = "https://api.openai.com/v1"
+    """An OpenAI-compatible server, up to and including ``/v1``."""
+    model: str = "gpt-5-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    """The variable holding the key; unset, the evaluation is skipped with a warning (as
+    upstream's Tinker trainer) and ``fixed_eval/skipped`` is 1."""
+    plays_per_game: int | None = Field(None, ge=1)
+    """``None``: ``agent.episodes_per_env`` (upstream: its trajectories per game)."""
+    temperature: float = Field(0.7, ge=0.0)
+    max_new_tokens: int = Field(16384, ge=1)
+    concurrency: int = Field(128, ge=1)
+    timeout_s: float = Field(120.0, gt=0.0)
+
+
 class EvalConfig(_Strict):
     """In-loop evaluation: spade-eval on the policy being trained, through the same backend
     (no second copy of the model), every ``every`` cycles; ``eval/*`` metrics join the row."""
@@ -549,6 +570,7 @@ class EvalConfig(_Strict):
     agent plays after every ``heldout_every`` cycles, with and without each game's hint, the
     same number of episodes as in training; never trained. ``heldout/*`` metrics."""
     heldout_every: int = Field(1, ge=1)
+    fixed_model: FixedModelEvalConfig = Field(default_factory=FixedModelEvalConfig)
 
 
 class CheckpointConfig(_Strict):
