@@ -107,8 +107,8 @@ def boxed_action(reply: str) -> str:
     for pattern in _BOXES:
         found = pattern.search(reply)
         if found:
-            return "\\boxed{%s}" % found.group(1).strip()
-    return "\\boxed{%s}" % reply
+            return f"\\boxed{{{found.group(1).strip()}}}"
+    return f"\\boxed{{{reply}}}"
 
 
 class FrameAgent:
