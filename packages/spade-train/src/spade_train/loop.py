@@ -152,7 +152,8 @@ class SelfPlay:
             if self.cfg.setting == "tool-use" and compat and not tools:
                 from spade_train.steps.design import read_tools  # a ToolUseBaseEnv subclass's
 
-                tools = read_tools(source, rec.class_name, self.res.sandbox_config)
+                name = se.find_env_class(source, rec.class_name)
+                tools = read_tools(source, name, self.res.sandbox_config)
             entry = PoolEntry(
                 env_id=rec.id,
                 source=source,

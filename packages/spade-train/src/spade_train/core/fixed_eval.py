@@ -132,7 +132,7 @@ class FrameAgent:
 def play_games(
     envs: Sequence[Any],
     opener: Callable[[Any], Any],
-    agent: Callable[[list[list[dict[str, str]]]], list[str]],
+    agent: se.BatchAgent,
     *,
     plays: int,
     max_turns: int,
