@@ -139,10 +139,11 @@ class BackendConfig(_Strict):
         who, keys = self.unhonoured()
         if keys:
             names = ", ".join(f"backend.{k}" for k in keys)
+            them = "them" if len(keys) > 1 else "it"
             raise ValueError(
                 f"{names}: not honoured by the {who} backend (it would train as if unset); "
-                f"remove {'them' if len(keys) > 1 else 'it'} from the recipe or choose a "
-                "backend that honours it (declared in spade_train/backends/options.py)"
+                f"remove {them} from the recipe or choose a backend that honours {them} "
+                "(declared in spade_train/backends/options.py)"
             )
 
 
