@@ -62,16 +62,26 @@ def _hint_mode(v: str) -> str:
     return {"self": "policy"}.get(v, v)
 
 
+def _never_within_run(v: int) -> int:
+    """Upstream's ``--eval-interval 100000`` never fires within 400 rollouts: off (0) here."""
+    return 0 if v >= 100000 else v
+
+
+def _normalization(v: str) -> str:
+    return {"ema_baseline": "ema-baseline"}.get(v, v)
+
+
 FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     # flag: (recipe key, upstream value -> the value our key should hold)
     "--hf-checkpoint": ("backend.model", _same),
     "--num-rollout": ("cycles", _same),
     "--spade-num-games-per-rollout": ("agent.envs_per_cycle", _same),
-    "--spade-trajectories-per-game": ("agent.episodes_per_env", _same),
+    "--spade-trajectories-per-game": (None, _same),
+    "--global-batch-size": ("agent.batch_episodes", _same),
     "--spade-hint-plays-per-game": ("agent.hint_plays_per_env", _same),
     "--spade-skills": ("designer.skills", _skills),
     "--spade-skills-per-regen": ("designer.prompts_per_cycle", _same),
-    "--spade-game-regeneration-interval": (None, _same),
+    "--spade-game-regeneration-interval": ("designer.regenerate_every", _same),
     "--spade-proposer-training-delay": ("reward.delay_cycles", _same),
     "--spade-env-reward-variant": ("reward.designer", _variant),
     "--spade-plateau-weight": ("reward.plateau_weight", _same),
@@ -93,7 +103,10 @@ FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "--spade-use-env-memory": ("designer.memory.enabled", _same),
     "--spade-env-memory-max-size": ("designer.memory.capacity", _same),
     "--spade-corpus-file": ("designer.grounding.enabled", _same),
-    "--spade-corpus-max-doc-tokens": ("designer.grounding.max_chars", _same),
+    "--spade-corpus-max-doc-tokens": ("designer.grounding.max_words", _same),
+    "one corpus document per prompt (code)": ("designer.grounding.mode", lambda v: v),
+    "failed design slot (code)": ("reward.train_invalid", lambda v: v == "trained"),
+    "--eval-interval": ("eval.every", _never_within_run),
     "--spade-no-train-on-env-trajectories": ("designer.train", _not),
     "--spade-static-game-pool": ("mode", lambda v: "fixed-static" if v else "spade"),
     "--spade-use-env-validator": ("designer.pipeline.validator.enabled", _same),
@@ -114,7 +127,6 @@ FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "--entropy-coef": ("backend.entropy_coef", _same),
     "--disable-grpo-std-normalization": ("advantage.group_std_norm", _not),
     "--use-tis": ("backend.tis_clip", lambda v: 2.0 if v else None),
-    "--global-batch-size": (None, _same),
     "--save-interval": ("checkpoint.every", _same),
     "--tensor-model-parallel-size": ("backend.options.inner_options.tensor_parallel", _same),
     "--sequence-parallel": ("backend.options.inner_options.sequence_parallel", _same),
@@ -126,9 +138,17 @@ FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "lora_rank": ("backend.options.lora_rank", _same),
     "learning_rate": ("backend.lr", _same),
     "num_games_per_rollout": ("agent.envs_per_cycle", _same),
-    "trajectories_per_game": ("agent.episodes_per_env", _same),
-    "game_regeneration_interval": (None, _same),
-    "batch_size": (None, _same),
+    "trajectories_per_game": ("eval.fixed_model.plays_per_game", _same),
+    "game_regeneration_interval": ("designer.regenerate_every", _same),
+    "batch_size": ("agent.batch_episodes", _same),
+    "num_train_datapoints / batch_size (default)": ("cycles", _same),
+    "env_reward_variant (default)": ("reward.designer", _variant),
+    "reward_normalization (default)": ("advantage.agent", _normalization),
+    "loss_fn (default)": ("backend.options.loss", _same),
+    "corpus grounding (none)": ("designer.grounding.enabled", _same),
+    "env memory (none)": ("designer.memory.enabled", _same),
+    "fixed_eval_interval": ("eval.fixed_model.every", _same),
+    "fixed_eval_model": ("eval.fixed_model.model", _same),
     "env_temperature": ("designer.sampling.temperature", _same),
     "env_max_tokens": ("designer.sampling.max_new_tokens", _same),
     "actor_temperature": ("agent.sampling.temperature", _same),
@@ -137,24 +157,32 @@ FLAGS: dict[str, tuple[str | None, Callable[[Any], Any]]] = {
     "max_context_length": ("backend.max_seq_len", _same),
     "use_self_judge": ("designer.pipeline.self_judge.enabled", _same),
     "save_every": ("checkpoint.every", _same),
-    "eval_every": (None, _same),
+    "eval_every (no AIME paths given)": ("eval.every", lambda v: 0),
+    # fixed-environment RLVE launchers
+    "--rollout-batch-size": ("agent.envs_per_cycle", _same),
+    "--spade-trajectories-per-game (fixed env)": ("agent.episodes_per_env", _same),
+    "--spade-fixed-env-source": ("rlve.envs", _same),
+    "--spade-fixed-env-same-problem": ("rlve.same_problem", _same),
+    "--spade-difficulty-tau-acc": ("rlve.tau_acc", _same),
+    "--spade-difficulty-tau-num": ("rlve.tau_num", _same),
+    "--spade-difficulty-d-delta": ("rlve.d_delta", _same),
+    "max difficulty (code)": ("rlve.max_difficulty", _same),
 }
 
+IGNORED_NOTE = (
+    "not applied: the training backend does not honour this key yet (its declared support, "
+    "`spade_train/backends/options.py`), so `spade train` refuses the recipe"
+)
 NOTES: dict[str, str] = {
-    "--spade-game-regeneration-interval": "no key: the designer writes one regeneration's "
-    "batch (skills-per-regen prompts x 8) every cycle, not every N rollouts",
-    "game_regeneration_interval": "no key: the designer writes new environments every cycle",
+    "--spade-trajectories-per-game": "not read for play by upstream's SPADE rollout, which "
+    "plays every game ceil(global batch / games) times (`agent.batch_episodes`)",
     "--spade-use-solver-variance-reward": "no key: here the variance bonus belongs to the "
     "solver-variance reward (learning potential + bonus), not to regret; this recipe uses "
     "plain regret",
     "--spade-corpus-file": "grounding on (CORPUS_FILE or the shipped sample)",
-    "--spade-corpus-max-doc-tokens": "deliberate: the designer sees k=2 snippets of 400 "
-    "characters, not one document cut at N words (prompt length)",
     "--spade-env-validator-model": "upstream 'self' = our 'policy'",
     "thinking (template)": "the 8B recipes set enable_thinking for both roles' sampling",
     "--adam-beta2": "no key: the Megatron trainer uses AdamW's betas (0.9, 0.999)",
-    "--global-batch-size": "no key: one optimizer step per cycle over the whole joint batch",
-    "batch_size": "no key: one optimizer step per cycle over the whole joint batch",
     "--context-parallel-size": "no key: the Megatron backend has no context parallel",
     "--expert-model-parallel-size": "deliberate: experts are spread over the data-parallel "
     "ranks only (tensor 4 x data 2 on the 16 colocated GPUs)",
@@ -162,7 +190,6 @@ NOTES: dict[str, str] = {
     "--spade-skills-per-regen": "two-skill: both skills each cycle",
     "sandbox": "deliberate: generated code runs in spade-sandbox (process isolation, rlimits, "
     "no network), never in the trainer's process as upstream",
-    "eval_every": "no key here: in-loop evaluation is spade-eval's (issue 21)",
     "--spade-max-context-length": "as upstream",
 }
 
@@ -197,6 +224,7 @@ GAMES = {
     "--spade-env-memory-max-size": 200,
     "--spade-corpus-file": True,
     "--spade-corpus-max-doc-tokens": 6000,
+    "one corpus document per prompt (code)": "document",
     "--spade-no-train-on-env-trajectories": False,
     "--spade-use-env-validator": False,
     "SPADE_RESET_GATE": False,
@@ -220,6 +248,8 @@ GAMES = {
     "--sequence-parallel": True,
     "--context-parallel-size": 2,
     "sandbox": "in-process",
+    "failed design slot (code)": "not trained",
+    "--eval-interval": 100000,
 }
 SIZE = {
     "4b": {"--hf-checkpoint": "${MODEL_ROOT}/Qwen3-4B-Instruct-2507"},
@@ -238,6 +268,8 @@ SIZE = {
 }
 FIXED_KEEP = (
     "--hf-checkpoint",
+    "--global-batch-size",
+    "--eval-interval",
     "--num-rollout",
     "--spade-num-games-per-rollout",
     "--spade-trajectories-per-game",
@@ -265,6 +297,7 @@ TOOL = {
     "--spade-env-validator-model": "self",
     "SPADE_RESET_GATE": True,
     "--kl-loss-coef": 0.005,
+    "--eval-interval": 32,
 }
 TOOL_4B = {
     "--num-rollout": 500,
@@ -276,6 +309,32 @@ TOOL_4B = {
     "--spade-use-solver-variance-reward": True,
     "--spade-hint-max-tokens": 512,
     "--global-batch-size": 256,
+    "--eval-interval": 48,
+}
+RLVE = {  # cmd/games/train_fixed_rlve_{4b,8b,30b}.sh (fixed_env_rollout, sliding window)
+    "--num-rollout": 400,
+    "--rollout-batch-size": 16,
+    "--spade-trajectories-per-game (fixed env)": 16,
+    "--spade-fixed-env-source": "official16",
+    "--spade-fixed-env-same-problem": True,
+    "--spade-difficulty-tau-acc": 0.9,
+    "--spade-difficulty-tau-num": 128,
+    "--spade-difficulty-d-delta": 4,
+    "max difficulty (code)": 20,
+    "--spade-actor-temperature": 1.0,
+    "--spade-actor-max-tokens": 8192,
+    "--spade-max-context-length": 32768,
+    "--spade-max-turns": 25,
+    "--lr": 1e-6,
+    "--weight-decay": 0.1,
+    "--kl-loss-coef": 0.0,
+    "--eps-clip": 0.2,
+    "--eps-clip-high": 0.28,
+    "--entropy-coef": 0.0,
+    "--disable-grpo-std-normalization": True,
+    "--use-tis": True,
+    "--eval-interval": 100000,
+    "--save-interval": 16,
 }
 ABLATIONS = {  # what each wrapper changes in upstream's 30B games launcher
     "ablation-no-grounding": ("train_no_corpus_30b.sh", {"--spade-corpus-file": False}),
@@ -322,7 +381,15 @@ TINKER = {
     "max_context_length": 16384,
     "use_self_judge": False,
     "save_every": 32,
-    "eval_every": 16,
+    "eval_every (no AIME paths given)": 16,
+    "num_train_datapoints / batch_size (default)": 12800 // 128,
+    "env_reward_variant (default)": "learning_potential",
+    "reward_normalization (default)": "ema_baseline",
+    "loss_fn (default)": "importance_sampling",
+    "corpus grounding (none)": False,
+    "env memory (none)": False,
+    "fixed_eval_interval": 16,
+    "fixed_eval_model": "gpt-5-mini",
 }
 TINKER_LONG = {"env_max_tokens": 16000, "max_turns": 3, "max_context_length": 32768}
 TINKER_MODELS = {
@@ -348,6 +415,14 @@ def families() -> list[tuple[str, dict[str, tuple[str, dict[str, Any]]]]]:
         if size == "4b":
             t.pop("--spade-env-validator-model")
         tool[f"spade-tool-use-{size}"] = (f"tool_use/train_spade_{size}.sh", t)
+    rlve = {
+        f"fixed-rlve-{size}": (
+            f"games/train_fixed_rlve_{size}.sh",
+            {"--hf-checkpoint": SIZE[size]["--hf-checkpoint"], **RLVE}
+            | ({"thinking (template)": True} if size == "8b" else {}),
+        )
+        for size in ("4b", "8b", "30b")
+    }
     ablations = {
         r: (f"ablations/{script}", {"--hf-checkpoint": SIZE["30b"]["--hf-checkpoint"], **flags})
         for r, (script, flags) in ABLATIONS.items()
@@ -362,6 +437,7 @@ def families() -> list[tuple[str, dict[str, tuple[str, dict[str, Any]]]]]:
     return [
         ("Games: SPADE and the fixed GPT-5.5 baseline (`fixed-static-*`)", games),
         ("Tool use", tool),
+        ("Fixed-environment RLVE (`fixed-rlve-*`)", rlve),
         ("Ablations (30B): the flags each upstream wrapper changes", ablations),
         ("Tinker", tinker),
     ]
@@ -382,15 +458,29 @@ def recipe_value(cfg: Any, key: str) -> Any:
     return node
 
 
+def ignored_by(cfg: Any, key: str) -> str | None:
+    """The backend that would ignore ``key`` in this recipe (its declared support), or None."""
+    field = key.removeprefix("backend.")
+    if field == key or "." in field:
+        return None
+    who, keys = cfg.backend.unhonoured()
+    return who if field in keys else None
+
+
 def cell(cfg: Any, flag: str, upstream: Any) -> tuple[str, bool]:
-    """``(text, agrees)`` for one flag of one recipe."""
+    """``(text, agrees)`` for one flag of one recipe. A value the recipe sets but its
+    backend does not honour never agrees: the cell says which backend ignores it."""
     key, convert = FLAGS[flag]
     if key is None:
         return f"— ({_show(upstream)})", False
     ours = recipe_value(cfg, key)
     want = convert(upstream)
     agrees = _equal(ours, want)
-    return (_show(ours) if agrees else f"{_show(ours)} ≠ {_show(want)}"), agrees
+    text = _show(ours) if agrees else f"{_show(ours)} ≠ {_show(want)}"
+    who = ignored_by(cfg, key)
+    if who is not None:
+        return f"{text} (ignored by {who})", False
+    return text, agrees
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -436,7 +526,7 @@ def render() -> str:
         for _launcher, fl in recipes.values():
             flags += [f for f in fl if f not in flags]
         by = {(r, f): t for (ti, r, f, t, _a) in data if ti == title}
-        bad = {f for (ti, _r, f, _t, a) in data if ti == title and not a}
+        bad = {f for (ti, _r, f, t, a) in data if ti == title and not a and "(ignored by " not in t}
         parts.append(f"### {title}\n")
         parts.append("Launchers: " + ", ".join(f"`{recipes[n][0]}` → `{n}`" for n in names))
         parts.append("")
@@ -446,14 +536,28 @@ def render() -> str:
             key = FLAGS[f][0] or "—"
             cells = [by.get((n, f), "") for n in names]
             note = NOTES.get(f, "") if f in bad else ""
+            if any("(ignored by " in c for c in cells):
+                note = "; ".join(filter(None, [IGNORED_NOTE, note]))
             parts.append(f"| `{f}` | `{key}` | " + " | ".join(cells) + f" | {note} |")
         parts.append("")
     return "\n".join(parts).rstrip() + "\n"
 
 
 def undocumented() -> list[str]:
-    """Differences (or unmapped flags) without a note: each is a bug in a recipe or here."""
-    return sorted({f"{r}: {f}" for (_t, r, f, _c, a) in rows() if not a and f not in NOTES})
+    """Differences (or unmapped flags) without a note: each is a bug in a recipe or here. A
+    value its backend ignores carries :data:`IGNORED_NOTE` and is listed by :func:`ignored`."""
+    return sorted(
+        {
+            f"{r}: {f}"
+            for (_t, r, f, c, a) in rows()
+            if not a and f not in NOTES and "(ignored by " not in c
+        }
+    )
+
+
+def ignored() -> list[str]:
+    """``recipe: flag`` for every value a recipe sets that its backend does not honour."""
+    return sorted({f"{r}: {f}" for (_t, r, f, c, _a) in rows() if "(ignored by " in c})
 
 
 def write_readme() -> None:
@@ -471,6 +575,8 @@ if __name__ == "__main__":
         write_readme()
     else:
         sys.stdout.write(render())
+    for item in ignored():
+        sys.stderr.write(f"not honoured by its backend: {item}\n")
     missing = undocumented()
     if missing:
         sys.stderr.write("differences without a note: " + "; ".join(missing) + "\n")

@@ -1,7 +1,12 @@
 import json
 
 import pytest
-from spade_corpus.grounding import GroundingError, GroundingSampler, sample_corpus_path
+from spade_corpus.grounding import (
+    GroundingError,
+    GroundingSampler,
+    sample_corpus_path,
+    truncate_words,
+)
 
 
 def test_the_shipped_sample_is_the_default_and_snippets_are_real_text(monkeypatch):
@@ -64,5 +69,70 @@ def test_bad_input_is_one_clear_error(tmp_path):
         GroundingSampler(empty)
     wrong = tmp_path / "wrong.jsonl"
     wrong.write_text("not json\n" + json.dumps({"content": "x" * 500}) + "\n")
-    with pytest.raises(GroundingError, match="no record with a 'text' string"):
+    with pytest.raises(GroundingError, match="no record with text under 'orig_doc' or 'text'"):
         GroundingSampler(wrong, max_attempts=8).sample(1)
+
+
+# -- the released code's reading of a SPICE corpus (spade/core/corpus.py), restated ----------
+
+
+def _jsonl(path, records):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records))
+    return path
+
+
+def test_orig_doc_is_read_before_text_and_text_is_the_fallback(tmp_path):
+    # upstream: obj.get("orig_doc") or obj.get("text") — the first non-empty one
+    path = _jsonl(
+        tmp_path / "spice.jsonl",
+        [
+            {"orig_doc": "spice body " * 20, "text": "chunk text " * 20},
+            {"orig_doc": "", "text": "fallback body " * 20},
+        ],
+    )
+    sampler = GroundingSampler(path, seed=0)
+    docs = {sampler.document(index=i).text for i in range(40)}
+    assert docs == {("spice body " * 20).strip(), ("fallback body " * 20).strip()}
+    assert not any(d.startswith("chunk") for d in docs)
+    only_text = GroundingSampler(path, field="text")  # one named field: only that one
+    assert {only_text.document(index=i).text for i in range(20)} == {
+        ("chunk text " * 20).strip(),
+        ("fallback body " * 20).strip(),
+    }
+
+
+def test_junk_lines_are_skipped_even_when_they_are_most_of_the_file(tmp_path):
+    # upstream skips lines that are not JSON and records with no text; the one usable record
+    # behind a long run of junk is still found, by random draws or by the usable-record index
+    junk = ["not json at all", "{broken", json.dumps({"meta": 1}), json.dumps([1, 2]), "", "  "]
+    real = {"text": "the only real document"}
+    path = _jsonl(tmp_path / "junk.jsonl", junk * 50 + [real])
+    last = path.stat().st_size - len(json.dumps(real)) - 1
+    for uniform in (False, True):
+        sampler = GroundingSampler(path, seed=2, uniform=uniform, max_attempts=4)
+        assert sampler.document(index=0).text == "the only real document"
+        assert {sampler.document(index=i).offset for i in range(10)} == {last}
+    with pytest.raises(GroundingError, match="no record with text under 'orig_doc' or 'text'"):
+        GroundingSampler(_jsonl(tmp_path / "all_junk.jsonl", junk), max_attempts=4).document()
+
+
+@pytest.mark.parametrize(
+    ("words", "limit", "cut"),
+    [(5999, 6000, False), (6000, 6000, False), (6001, 6000, True), (4500, 4000, True)],
+)
+def test_one_document_up_to_the_word_budget_then_a_marker(tmp_path, words, limit, cut):
+    # upstream: split on whitespace, keep the first max_doc_tokens words, say where it stopped
+    text = "".join(f"w{i}" + ("\n\t" if i % 50 == 0 else " ") for i in range(words)).strip()
+    path = _jsonl(tmp_path / "long.jsonl", [{"orig_doc": text}])
+    doc = GroundingSampler(path).document(max_words=limit).text
+    if not cut:
+        assert doc == text  # untouched: newlines and tabs kept
+        return
+    body, marker = doc.rsplit("\n", 1)
+    assert body.split(" ") == text.split()[:limit]
+    assert marker == f"[... the document is cut here, after {limit} words]"
+
+
+def test_truncate_words_keeps_short_texts_whole():
+    assert truncate_words("a  b\nc", 3) == "a  b\nc"
+    assert truncate_words("a  b\nc d", 3) == "a b c\n[... the document is cut here, after 3 words]"

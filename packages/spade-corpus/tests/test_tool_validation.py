@@ -142,3 +142,33 @@ def test_game_envs_skip_tool_checks_and_shipped_tool_corpus_validates():
         )
         assert report.valid, report.message
         assert report.checks["domain"] == r.extra["domain"]
+
+
+def test_a_released_tool_use_subclass_shows_its_tools_in_the_sandbox():
+    # upstream's tool-use games subclass ToolUseBaseEnv (in their namespace, not imported)
+    # and set self._tools in reset; compat mode gives them the base, so the tools read from
+    # the class inside the sandbox are the ones reset sets
+    import spade_sandbox as ss
+
+    source = se.compat_source(
+        "class ClockEnv(ToolUseBaseEnv):\n"
+        "    def reset(self, seed=None):\n"
+        "        self._tools = {'now': {'description': 'The time', 'parameters':"
+        " {'type': 'object', 'properties': {}}}}\n"
+        "        self._expected_answer = '12:00'\n"
+        "        return 'What time is it? Answer with <answer>HH:MM</answer>.', {}\n"
+        "    def tool_now(self):\n"
+        "        return '12:00'\n"
+        "    def solution(self):\n"
+        "        return '12:00'\n"
+    )
+    config = se.compat_sandbox_config(ss.SandboxConfig.from_env())
+    tools, domain = sc.read_tools(source, "ClockEnv", config)
+    assert tools == [
+        {
+            "name": "now",
+            "description": "The time",
+            "parameters": {"type": "object", "properties": {}},
+        }
+    ]
+    assert domain is None

@@ -37,7 +37,9 @@ def test_every_difference_from_upstream_has_a_note(monkeypatch) -> None:
     assert table.undocumented() == []
     recipes = {r for _t, fam in table.families() for r in fam}
     launchers = {launcher for _t, fam in table.families() for launcher, _f in fam.values()}
-    assert len(launchers) == 3 + 3 + 3 + 7 + 5  # games, fixed, tool use, ablations, Tinker
+    assert (
+        len(launchers) == 3 + 3 + 3 + 3 + 7 + 5
+    )  # games, fixed, tool use, RLVE, ablations, Tinker
     for name in recipes:
         assert load_recipe(name).name == name
 
@@ -50,5 +52,28 @@ def test_a_recipe_that_drifts_from_upstream_is_caught() -> None:
     assert table.cell(drifted, "--spade-skills", ["Mathematical_Reasoning"])[1] is False
     ok = load_recipe("spade-games-8b")
     assert table.cell(ok, "--disable-grpo-std-normalization", True) == ("false", True)
-    assert table.cell(ok, "--use-tis", True) == ("2", True)  # TIS on, clipped at 2
     assert table.cell(ok, "--context-parallel-size", 2)[1] is False  # no key: always noted
+    # TIS on, clipped at 2: matched only where the training backend applies it
+    local = load_recipe(
+        "spade-games-8b", ["backend.options.inner=local", "backend.options.inner_options={}"]
+    )
+    assert table.cell(local, "--use-tis", True) == ("2", True)
+    tinker = load_recipe("tinker-qwen3-8b", ["backend.tis_clip=2.0"])
+    assert table.cell(tinker, "--use-tis", True) == ("2 (ignored by tinker)", False)
+
+
+def test_a_key_its_backend_ignores_never_shows_as_matched(monkeypatch) -> None:
+    monkeypatch.delenv("MODEL_ROOT", raising=False)
+    table = _table()
+    for _title, recipes in table.families():
+        for recipe, (_launcher, flags) in recipes.items():
+            cfg = load_recipe(recipe)
+            who, ignored = cfg.backend.unhonoured()
+            for flag, upstream in flags.items():
+                key = table.FLAGS[flag][0] or ""
+                text, agrees = table.cell(cfg, flag, upstream)
+                if key.removeprefix("backend.") in ignored:
+                    assert text.endswith(f"(ignored by {who})") and not agrees, (recipe, flag)
+                else:
+                    assert "(ignored by" not in text, (recipe, flag)
+    assert all(": " in line for line in table.ignored())

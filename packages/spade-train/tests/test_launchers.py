@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from spade_train.config import load_recipe
 
 ROOT = Path(__file__).resolve().parents[3]
 UPSTREAM_ABLATIONS = (
@@ -67,5 +68,12 @@ def test_launcher_dry_run(script: Path, tmp_path: Path) -> None:
     proc = subprocess.run(
         ["bash", str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
+    recipe = _recipe_of(script)
+    who, keys = load_recipe(recipe).backend.unhonoured()
+    if keys:  # refused, in one line, until its backend honours every key it sets
+        assert proc.returncode == 2, proc.stdout[-2000:]
+        line = proc.stderr.strip().splitlines()[-1]
+        assert f"not honoured by the {who} backend" in line and recipe in line
+        return
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert _recipe_of(script) in proc.stdout
+    assert recipe in proc.stdout

@@ -89,3 +89,43 @@ def test_errors_share_one_root_and_keep_their_stdlib_bases() -> None:
         assert isinstance(err, SpadeTrainError) and isinstance(err, base)
         again = pickle.loads(pickle.dumps(err))
         assert type(again) is cls and str(again) == "x: fix it"
+
+
+# -- declared support: a key the training backend ignores fails `spade train` ----------------
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_dry_run_refuses_exactly_the_keys_the_backend_does_not_honour(name, capsys) -> None:
+    from spade_train.cli import main
+
+    cfg = load_recipe(name)
+    who, keys = cfg.backend.unhonoured()
+    code = main(["train", "--recipe", name, "--dry-run"])
+    out, err = capsys.readouterr()
+    if not keys:
+        assert code == 0 and "nothing was started" in out, err
+        return
+    assert code == 2 and "nothing was started" not in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert f"not honoured by the {who} backend" in lines[0]
+    for key in keys:
+        assert f"backend.{key}" in lines[0]
+
+
+def test_a_key_the_backend_ignores_is_named_with_the_backend(capsys) -> None:
+    from spade_train.cli import main
+
+    # the Tinker backend has no KL term: asking for one must not be a silent no-op
+    assert main(["train", "--recipe", "tinker-qwen3-8b", "--dry-run", "backend.kl_coef=0.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "backend.kl_coef: not honoured by the tinker backend" in err
+    # the same key at its default is not a request, and the local backend honours it anyway
+    assert main(["train", "--recipe", "tinker-qwen3-8b", "--dry-run", "backend.kl_coef=0"]) == 0
+    assert main(["train", "--recipe", "quickstart", "--dry-run", "backend.kl_coef=0.1"]) == 0
+    # ray trains with its inner backend: the inner one's support decides
+    cfg = load_recipe(
+        "spade-games-4b", ["backend.options.inner=local", "backend.options.inner_options={}"]
+    )
+    assert cfg.backend.unhonoured() == ("local", [])

@@ -47,6 +47,8 @@ def test_one_cycle_on_a_released_corpus_plays_its_games_in_compat_mode(tmp_path)
 def test_a_missing_corpus_is_one_line_naming_the_fetch_command(tmp_path, corpus):
     env = {k: v for k, v in os.environ.items() if k != "CORPUS_DIR"}
     args = ["train", "--recipe", "fixed-static-4b", "--run-dir", str(tmp_path / "run")]
+    # a trainer that honours every key the recipe sets, so the corpus is what is missing
+    args += ["backend.options.inner=local", "backend.options.inner_options={}"]
     if corpus:
         args.append(f"fixed.corpus={corpus}")
     proc = subprocess.run(

@@ -10,6 +10,7 @@ tinker = pytest.importorskip("tinker")
 
 from spade_train.backends import BackendError, make_backend  # noqa: E402
 from spade_train.backends.tinker import (  # noqa: E402
+    completion_budget,
     loss_config,
     sample_to_datum,
     tinker_sampling_params,
@@ -58,6 +59,14 @@ def test_loss_config_and_sampling_params():
         -1,
         ["X"],
     )
+
+
+def test_each_request_fits_the_context_length():
+    # upstream's Tinker launchers: max_context_length 16384 bounds prompt + completion
+    assert completion_budget(1000, 8192, 16384) == 8192
+    assert completion_budget(10000, 8192, 16384) == 6384
+    assert completion_budget(16384, 8192, 16384) == 1  # full context: one token, then cut
+    assert completion_budget(20000, 8192, 16384) == 1
 
 
 def test_missing_api_key_is_a_one_line_error(monkeypatch):

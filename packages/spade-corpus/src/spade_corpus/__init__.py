@@ -27,7 +27,7 @@ from .dedup import (
     normalize_source,
     structure_tokens,
 )
-from .grounding import GroundingError, GroundingSampler, Snippet, sample_corpus_path
+from .grounding import GroundingError, GroundingSampler, Snippet, sample_corpus_path, truncate_words
 from .memory import EnvironmentMemory, MemoryEntry, MemorySample, code_excerpt
 from .pack import (
     FORMATS,
@@ -121,6 +121,7 @@ __all__ = [
     "GroundingSampler",
     "Snippet",
     "sample_corpus_path",
+    "truncate_words",
     # memory
     "EnvironmentMemory",
     "MemoryEntry",

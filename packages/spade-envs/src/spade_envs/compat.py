@@ -10,7 +10,8 @@ corpus, see :class:`~spade_envs.corpus.Corpus`) accepts what the released code a
   ``statistics``, ``string``, and the names ``deque``, ``defaultdict``, ``Counter``,
   ``OrderedDict``, ``namedtuple``, ``combinations``, ``permutations``, ``product``, ``chain``,
   ``accumulate``, ``reduce``, ``lru_cache``, ``deepcopy``, ``heappush``, ``heappop`` and the
-  ``typing`` names ``Tuple`` ... ``Mapping``. They come from a one-line prelude
+  ``typing`` names ``Tuple`` ... ``Mapping``, and ``ToolUseBaseEnv`` (the tool-use base class,
+  :mod:`spade_envs.tool_base`). They come from a one-line prelude
   (:func:`compat_source`; error line numbers are one higher), so inside spade-sandbox they go
   through its import policy: numpy is added to the allow-list (:data:`COMPAT_IMPORTS`) and its
   directory mounted read-only; the game's own ``import os`` is still refused.
@@ -37,6 +38,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from .checker import CheckReport, check_env, play_actions
@@ -76,11 +78,22 @@ _FROM = {
 }
 #: Every name compat mode defines before the game's code runs.
 COMPAT_NAMES: tuple[str, ...] = (
-    *_MODULES.split(), "np", "numpy", *(n for names in _FROM.values() for n in names.split())
+    *_MODULES.split(), "np", "numpy", *(n for names in _FROM.values() for n in names.split()),
+    "ToolUseBaseEnv",
 )  # fmt: skip
+
+
+def _tool_base_code() -> str:
+    """The statements of :mod:`spade_envs.tool_base` (its docstring left out), as one line."""
+    text = (Path(__file__).parent / "tool_base.py").read_text(encoding="utf-8")
+    body = text[text.index("\nimport ") + 1 :]
+    return f"exec(compile({body!r}, '<compat ToolUseBaseEnv>', 'exec'))"
+
+
 _PRELUDE = "; ".join(
     [f"import {', '.join(_MODULES.split())}", "import numpy", "import numpy as np"]
     + [f"from {mod} import {', '.join(names.split())}" for mod, names in _FROM.items()]
+    + [_tool_base_code()]
 )
 _FUTURE = re.compile(r"^from __future__ import [^\n]*$", re.MULTILINE)
 _BOX = re.compile(r"\\boxed\{")

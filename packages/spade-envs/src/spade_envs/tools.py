@@ -20,6 +20,7 @@ the environment is not stepped, the observation explains the format, and the tur
 from __future__ import annotations
 
 import ast
+import html
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -93,6 +94,10 @@ class ToolCallParse:
 
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL | re.IGNORECASE)
+# Qwen3.5 / qwen3_coder calls: <function=NAME><parameter=KEY>VALUE</parameter>...</function>
+_XML_FUNCTION = re.compile(r"<function=([\w.\-]+)>(.*?)(?:</function>|$)", re.DOTALL)
+_XML_PARAMETER = re.compile(r"<parameter=([\w.\-]+)>(.*?)</parameter>", re.DOTALL)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _FENCE = re.compile(r"```(?:json|tool_call|python)?\s*\n?(.*?)```", re.DOTALL)
 _PYCALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\((.*)\)\s*$", re.DOTALL)
 
@@ -170,9 +175,31 @@ def _python_call(text: str, names: set[str] | None) -> ToolCall | None:
     return ToolCall(match.group(1), args)
 
 
+def _xml_call(block: str) -> tuple[str, dict[str, Any]] | None:
+    """``(name, arguments)`` of a block in the XML form (its first function), or None. Each
+    value is HTML-unescaped and stripped, then read as JSON when it is JSON (numbers, booleans,
+    objects), else kept as text."""
+    found = _XML_FUNCTION.search(block)
+    if found is None:
+        return None
+    arguments: dict[str, Any] = {}
+    for key, raw in _XML_PARAMETER.findall(found.group(2)):
+        value: Any = html.unescape(raw.strip())
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, ValueError):
+            pass
+        arguments[key] = value
+    return found.group(1), arguments
+
+
 def _parse_blocks(blocks: list[str], names: set[str] | None) -> list[ToolCall]:
     calls = []
     for block in blocks:
+        xml = _xml_call(block)
+        if xml is not None:
+            calls.append(_to_call({"name": xml[0], "arguments": xml[1]}, names))
+            continue
         try:
             obj = json.loads(block)
         except json.JSONDecodeError as exc:
@@ -201,17 +228,27 @@ def _looks_like_call(obj: Any) -> bool:
 def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None) -> ToolCallParse:
     """Parse tool calls (or a final answer) from a model reply, tolerant of common formats.
 
-    Accepted, in order of precedence: ``<tool_call>{json}</tool_call>`` blocks (Qwen/Hermes;
-    a missing closing tag at the end is tolerated; a block may hold a JSON list of calls);
+    Accepted, in order of precedence: a submitted ``<answer>…</answer>`` (a final answer, read
+    before any call, as upstream's runner does; returned as ``\\boxed{…}``);
+    ``<tool_call>`` blocks holding JSON (Qwen/Hermes; a missing closing tag at the end is
+    tolerated; a block may hold a JSON list of calls) or the XML form of Qwen3.5 / qwen3_coder
+    (``<function=NAME><parameter=KEY>VALUE</parameter></function>``, values read as JSON when
+    they are JSON, else as text);
     fenced JSON blocks; bare JSON objects ``{"name":…, "arguments":…}`` or
     ``{"function": {"name":…, "arguments":…}}`` anywhere in the text; a python-like call
     ``name(a=1, b="x")`` on its own line (only for declared tool names); the canonical action
     ``{"tool_calls": [...]}`` itself (so ``solution()`` lines replay as replies). Arguments may be a JSON
-    string of an object. With ``tools``, names are checked (``unknown_tool``). Without a call, a
-    ``\\boxed{…}`` is the final answer. Never raises.
+    string of an object. With ``tools``, names are checked (``unknown_tool``); with an empty
+    list of tools nothing is read as a call (upstream). Without a call, a ``\\boxed{…}`` is
+    the final answer. Never raises.
     """
     text = text if isinstance(text, str) else str(text)
     names = {t["name"] for t in tools} if tools else None
+    answer = _ANSWER.search(text)
+    if answer is not None:  # a submitted answer comes first, as upstream's runner reads it
+        return ToolCallParse("final_answer", answer=f"\\boxed{{{answer.group(1).strip()}}}")
+    if tools is not None and not tools:  # no tools offered: nothing is a call (upstream)
+        return _final_or_nothing(text)
     try:
         blocks = _TAG.findall(text)
         if blocks:
@@ -250,6 +287,10 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None
             return ToolCallParse("tool_calls", tuple(calls))
     except _CallError as exc:
         return ToolCallParse(exc.outcome, error=str(exc))
+    return _final_or_nothing(text)
+
+
+def _final_or_nothing(text: str) -> ToolCallParse:
     boxed = _last_boxed(text)
     if boxed is not None:
         return ToolCallParse("final_answer", answer=boxed)

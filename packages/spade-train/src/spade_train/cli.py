@@ -27,6 +27,8 @@ def _console():
 
 
 def _plan(cfg: Any) -> list[tuple[str, str]]:
+    from spade_train.steps.play import episodes_per_env, hint_plays
+
     b, d, a = cfg.backend, cfg.designer, cfg.agent
     rows = [
         ("recipe", cfg.name),
@@ -39,15 +41,20 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
         rows += [
             (
                 "designer",
-                f"{d.prompts_per_cycle} prompts x {d.group_size} completions per cycle, "
-                f"skills {', '.join(d.skills)}, hint from {d.hint_source}",
+                f"{d.prompts_per_cycle} prompts x {d.group_size} completions every "
+                f"{d.regenerate_every} cycle(s), skills {', '.join(d.skills)}, "
+                f"hint from {d.hint_source}",
             ),
             (
                 "designer reward",
-                f"{cfg.reward.designer} (invalid {cfg.reward.invalid_penalty}, "
+                f"{cfg.reward.designer} (invalid "
+                f"{cfg.reward.invalid_penalty if cfg.reward.train_invalid else 'masked'}, "
                 f"delay {cfg.reward.delay_cycles} cycles)",
             ),
-            ("grounding / memory", f"{d.grounding.enabled} / {d.memory.enabled}"),
+            (
+                "grounding / memory",
+                f"{d.grounding.enabled and d.grounding.mode} / {d.memory.enabled}",
+            ),
         ]
         if cfg.cold_start.enabled:
             c = cfg.cold_start
@@ -69,11 +76,12 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
         rows += _rlve_plan(cfg)
     else:
         rows.append(("procedural generators", ", ".join(cfg.fixed.generators)))
-    hints = "without hint" if cfg.mode == "fixed-rlve" else "with and without hint"
+    hints = "with and without hint" if hint_plays(cfg) else "without hint"
     rows += [
         (
             "agent",
-            f"{a.envs_per_cycle} envs x {a.episodes_per_env} episodes {hints}, "
+            f"{a.envs_per_cycle} envs x {episodes_per_env(cfg, a.envs_per_cycle)} episodes "
+            f"{hints}, "
             f"max {a.max_turns} turns",
         ),
         ("validation", f"{cfg.validation.sandbox} sandbox, {cfg.validation.workers} workers"),
@@ -139,6 +147,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from spade_train.config import load_recipe
 
     cfg = load_recipe(args.recipe, args.overrides)
+    try:  # a key the backend would silently ignore is a mistake, dry run or not
+        cfg.backend.check_honoured()
+    except ValueError as exc:
+        raise UserError(f"recipe {cfg.name}: {exc}") from None
     run_dir = Path(args.run_dir) if args.run_dir else _default_run_dir(cfg)
     _print_plan(cfg, run_dir)
     if args.dry_run:

@@ -85,6 +85,8 @@ class RunConfig(_Strict):
                         f"designer.skills.{i}: {s!r} is not a skill{tip}; "
                         f"allowed: {', '.join(se.SKILLS)}"
                     )
+        if "regeneration_interval" not in self.reward.model_fields_set:
+            self.reward.regeneration_interval = self.designer.regenerate_every
         if self.mode == "fixed-rlve" and self.setting != "games":
             raise ValueError("mode fixed-rlve: RLVE environments are games; set setting=games")
         if self.overlap and self.backend.name != "ray":

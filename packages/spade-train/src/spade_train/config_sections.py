@@ -10,7 +10,7 @@ import spade_envs as se
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from spade_train.backends.base import backend_spec
-from spade_train.backends.options import BackendOptions, RayOptions
+from spade_train.backends.options import BackendOptions, RayOptions, ignored_fields
 from spade_train.errors import BackendError
 from spade_train.types import SamplingParams
 
@@ -126,6 +126,26 @@ class BackendConfig(_Strict):
         defaults = {k: f.default for k, f in BackendConfig.model_fields.items()}
         return {"backend": self.name, **self.typed_options().plan(self.common(), defaults)}
 
+    def unhonoured(self) -> tuple[str, list[str]]:
+        """``(backend, keys)``: the backend that trains (for ``ray``, its inner one) and the
+        shared keys set away from their default that it does not honour (its declared
+        support, ``BackendOptions.honours``)."""
+        defaults = {k: f.default for k, f in BackendConfig.model_fields.items()}
+        who, keys = self.typed_options().honours()
+        return who or self.name, ignored_fields(keys, self.common(), defaults)
+
+    def check_honoured(self) -> None:
+        """A ValueError (one line) naming every set key the training backend would ignore."""
+        who, keys = self.unhonoured()
+        if keys:
+            names = ", ".join(f"backend.{k}" for k in keys)
+            them = "them" if len(keys) > 1 else "it"
+            raise ValueError(
+                f"{names}: not honoured by the {who} backend (it would train as if unset); "
+                f"remove {them} from the recipe or choose a backend that honours {them} "
+                "(declared in spade_train/backends/options.py)"
+            )
+
 
 def _nested(exc: ValidationError, prefix: str, backend: str) -> ValueError:
     err = exc.errors()[0]
@@ -137,11 +157,20 @@ def _nested(exc: ValidationError, prefix: str, backend: str) -> ValueError:
 
 class GroundingConfig(_Strict):
     enabled: bool = True
+    mode: Literal["document", "snippets"] = "snippets"
+    """``document``: one corpus document per designer prompt, cut at ``max_words`` words with
+    a marker (the released code's SPICE grounding; the paper recipes); ``snippets``: ``k``
+    pieces of at most ``max_chars`` characters (for small-context policies)."""
     k: int = Field(2, ge=0)
     corpus_file: str | None = None
     """``None``: ``$CORPUS_FILE`` if set, else the sample shipped with spade-corpus."""
-    field: str = "text"
+    field: str | None = None
+    """The JSON field holding a record's text; ``None``: ``orig_doc``, else ``text`` (SPICE
+    records, then generic ones, as upstream)."""
     max_chars: int = Field(400, ge=1)
+    max_words: int = Field(6000, ge=1)
+    """``document`` mode's budget (upstream's ``--spade-corpus-max-doc-tokens``: 6000 for
+    games, 4000 for tool use)."""
 
 
 class MemoryConfig(_Strict):
@@ -269,6 +298,11 @@ class DesignerConfig(_Strict):
     train: bool = True
     """``False``: the designer's completions are never trained (upstream's
     ``--spade-no-train-on-env-trajectories``); the environments are still designed and played."""
+    regenerate_every: int = Field(1, ge=1)
+    """Cycles between designer rounds (upstream's ``--spade-game-regeneration-interval``: 4
+    for games). A round designs at cycles 1, 1+N, 1+2N, ...; the cycles in between play the
+    environments that round admitted (pool draws fill any shortfall), and the skills rotate
+    per round."""
 
 
 class ValidationConfig(_Strict):
@@ -296,6 +330,10 @@ class AgentConfig(_Strict):
     paired_hint_seeds: bool = False
     """Hint plays reuse the unhinted episodes' seeds (regret over the same instances)."""
     train_hint_plays: bool = False
+    batch_episodes: int | None = Field(None, ge=1)
+    """Trained episodes a cycle aims for: each of its environments plays
+    ``ceil(batch_episodes / environments)`` (upstream's global batch over its games: 192 / 24
+    = 8 in the games launchers); ``None``: ``episodes_per_env`` each."""
     scoring: Literal["strict", "upstream"] = "upstream"
     """How an episode is scored (spade-envs ``run_episodes``): ``upstream`` clips the return
     to [-1, 1] and scores an environment exception -1 (the released code); ``strict`` clips to
@@ -337,6 +375,10 @@ class RewardConfig(_Strict):
     learning-potential, solver-variance, or one added through the registry."""
     invalid_penalty: float = -1.0
     timeout_penalty: float = -0.5
+    train_invalid: bool = True
+    """``False``: an invalid design is masked, never trained (upstream: a design slot whose
+    every attempt failed leaves no designer sample, so no penalty reaches the policy; the paper
+    recipes). ``True``: it is trained with ``invalid_penalty`` (or the penalties below)."""
     parsed_invalid_penalty: float | None = None
     """The penalty of an invalid design whose reply held a complete program (rejected by the
     validator, not by the reply's parse: a crash, a failed check, a duplicate). None: the
@@ -361,7 +403,8 @@ class RewardConfig(_Strict):
     """``auto``: ``min(agent episodes / designer items * regeneration_interval, max)``."""
     max_env_reward_scale: float = Field(50.0, gt=0.0)
     regeneration_interval: int = Field(1, ge=1)
-    """Cycles between designer rounds (1 here: the loop designs every cycle)."""
+    """Cycles between designer rounds, for ``env_reward_scale: auto``; unless set, it follows
+    ``designer.regenerate_every``."""
     regret_weight: float = Field(0.4, ge=0.0)
     regret_scale: float = Field(0.15, gt=0.0)
     regret_floor: bool = True
@@ -490,6 +533,27 @@ class LoggingConfig(_Strict):
     progress: bool = True
 
 
+class FixedModelEvalConfig(_Strict):
+    """A fixed chat model plays the latest designer round's environments every ``every``
+    cycles; its pass rate per game measures their difficulty (``fixed_eval/*`` metrics,
+    :mod:`spade_train.core.fixed_eval`; upstream's fixed-model evaluation). Never trained."""
+
+    every: int = Field(0, ge=0)
+    """Cycles between evaluations (0: never; upstream's Tinker launchers: 16)."""
+    endpoint: str = "https://api.openai.com/v1"
+    """An OpenAI-compatible server, up to and including ``/v1``."""
+    model: str = "gpt-5-mini"
+    api_key_env: str = "OPENAI_API_KEY"
+    """The variable holding the key; unset, the evaluation is skipped with a warning (as
+    upstream's Tinker trainer) and ``fixed_eval/skipped`` is 1."""
+    plays_per_game: int | None = Field(None, ge=1)
+    """``None``: ``agent.episodes_per_env`` (upstream: its trajectories per game)."""
+    temperature: float = Field(0.7, ge=0.0)
+    max_new_tokens: int = Field(16384, ge=1)
+    concurrency: int = Field(128, ge=1)
+    timeout_s: float = Field(120.0, gt=0.0)
+
+
 class EvalConfig(_Strict):
     """In-loop evaluation: spade-eval on the policy being trained, through the same backend
     (no second copy of the model), every ``every`` cycles; ``eval/*`` metrics join the row."""
@@ -507,6 +571,7 @@ class EvalConfig(_Strict):
     agent plays after every ``heldout_every`` cycles, with and without each game's hint, the
     same number of episodes as in training; never trained. ``heldout/*`` metrics."""
     heldout_every: int = Field(1, ge=1)
+    fixed_model: FixedModelEvalConfig = Field(default_factory=FixedModelEvalConfig)
 
 
 class CheckpointConfig(_Strict):

@@ -108,7 +108,7 @@ def initial_state(cfg: RunConfig) -> RunState:
 
 
 def grounding_sampler(cfg: RunConfig) -> Any:
-    """The designer's grounding snippets (``designer.grounding``), or None."""
+    """The designer's grounding (documents or snippets, ``designer.grounding``), or None."""
     g = cfg.designer.grounding
     if cfg.mode != "spade" or not g.enabled:
         return None
@@ -118,6 +118,7 @@ def grounding_sampler(cfg: RunConfig) -> Any:
         max_chars=g.max_chars,
         min_chars=min(80, g.max_chars),
         seed=cfg.seed,
+        uniform=g.mode == "document",  # upstream draws documents uniformly
     )
 
 
@@ -141,16 +142,23 @@ def run_cycle(
     started = time.perf_counter()
     designs: list[Design] = []
     new_envs = []
+    regenerate = s_design.regenerates(cfg, cycle)  # designer rounds: designer.regenerate_every
+    between = cfg.mode == "spade" and not regenerate  # no hint plays, memory left alone
+    replay = []  # between rounds: the last round's environments, played again
     with _timed(times, "design_s"):  # 1. design (or the baseline's source of environments)
-        if cfg.mode == "spade":
+        if regenerate:
             designs = s_design.design(
                 cfg, res.backend, cycle, state.memory, res.grounding, progress
             )
+        elif cfg.mode == "spade":
+            replay = s_design.current_set(cfg, state.pool, cycle)
         elif cfg.mode == "fixed-procedural":
             new_envs = s_design.procedural_envs(cfg, state.curriculum, cycle)
         elif cfg.mode == "fixed-rlve":
             new_envs = state.curriculum.propose(cycle, cfg.agent.envs_per_cycle)
     if cfg.mode == "spade":
+        row["design/regenerated"] = regenerate
+    if regenerate:
         with _timed(times, "validate_s"):  # 2. validate, admit the valid new ones
             sandbox = res.ray_sandbox if cfg.validation.executor == "ray" else res.sandbox
             s_design.validate(cfg, designs, cycle, sandbox, res.sandbox_config, progress)
@@ -166,12 +174,14 @@ def run_cycle(
             res.run.designs / f"{res.run.cycle_name(cycle)}.jsonl", [d.to_row() for d in designs]
         )
     with _timed(times, "play_s"):  # 3. play
-        envs = s_play.choose_envs(cfg, new_envs, state.pool, state.rng)
+        envs = s_play.choose_envs(cfg, new_envs or replay, state.pool, state.rng)
         sandbox = res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
         opener = s_play.sandboxed(sandbox)
         if cfg.mode == "fixed-rlve":  # trusted package code, played in this process
             opener = state.curriculum.factory
-        played, episodes = s_play.play(cfg, res.backend, envs, cycle, opener, res.run, progress)
+        played, episodes = s_play.play(
+            cfg, res.backend, envs, cycle, opener, res.run, progress, hints=not between
+        )
     row.update(play_metrics(played, episodes))
     judged = s_pipeline.self_judge(cfg, res.backend, designs, played, episodes, cycle)
     if judged:  # the verdicts join the design rows
@@ -190,7 +200,9 @@ def run_cycle(
             metrics = s_learn.update(res.backend, batch, progress, cycle)
         row.update({f"train/{k}": v for k, v in metrics.items()})
     row["train/samples"] = len(batch.samples)
-    s_learn.record_plays(played, cycle, state.pool, state.memory, state.curriculum)
+    s_learn.record_plays(
+        played, cycle, state.pool, state.memory, state.curriculum, remember=not between
+    )
     retired = state.pool.retire_saturated()
     row.update(pool_metrics(state, len(new_envs), len(retired)))
     if cfg.eval.heldout and cycle % cfg.eval.heldout_every == 0:

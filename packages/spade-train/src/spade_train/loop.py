@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -146,10 +147,16 @@ class SelfPlay:
         for rec in corpus.records:
             if rec.split != self.cfg.fixed.split:
                 continue
+            source = se.compat_source(corpus.source(rec.id)) if compat else corpus.source(rec.id)
             tools = rec.extra.get("tools") if self.cfg.setting == "tool-use" else None
+            if self.cfg.setting == "tool-use" and compat and not tools:
+                from spade_train.steps.design import read_tools  # a ToolUseBaseEnv subclass's
+
+                name = se.find_env_class(source, rec.class_name)
+                tools = read_tools(source, name, self.res.sandbox_config)
             entry = PoolEntry(
                 env_id=rec.id,
-                source=se.compat_source(corpus.source(rec.id)) if compat else corpus.source(rec.id),
+                source=source,
                 class_name=rec.class_name,
                 hint=rec.hint,
                 # tool-use environments are grouped by domain (their skill is "ToolUse")
@@ -226,9 +233,10 @@ class SelfPlay:
         """``eval.every``: spade-eval on the policy after this cycle's update. Its records go
         to ``eval/cycle_NNNN/``, so a run resumed before its checkpoint redoes only what is
         missing there, and the row (written after it) never repeats or skips an evaluation."""
+        fixed = self._fixed_model_eval(cycle)
         e = self.cfg.eval
         if not e.every or cycle % e.every:
-            return {}
+            return fixed
         try:
             import spade_eval as sev
         except ImportError:
@@ -247,6 +255,40 @@ class SelfPlay:
             limit=e.limit,
         )
         metrics["time/eval_s"] = round(time.perf_counter() - t, 3)
+        return {**metrics, **fixed}
+
+    def _fixed_model_eval(self, cycle: int) -> dict[str, Any]:
+        """``eval.fixed_model``: a fixed model plays the latest designer round's environments."""
+        f = self.cfg.eval.fixed_model
+        if not f.every or cycle % f.every or self.cfg.mode != "spade":
+            return {}
+        from spade_train.core import fixed_eval
+        from spade_train.steps.design import current_set
+        from spade_train.steps.play import sandboxed
+
+        key = os.environ.get(f.api_key_env)
+        if not key:
+            self.log(f"fixed-model evaluation skipped: {f.api_key_env} is not set")
+            return {"fixed_eval/skipped": 1.0}
+        endpoint = se.OpenAIChatAgent(
+            f.endpoint, f.model, api_key=key, temperature=f.temperature,
+            max_tokens=f.max_new_tokens, timeout_s=f.timeout_s,
+        )  # fmt: skip
+        t = time.perf_counter()
+        games = fixed_eval.play_games(
+            current_set(self.cfg, self.state.pool, cycle),
+            sandboxed(self.res.sandbox),
+            fixed_eval.FrameAgent(endpoint, concurrency=f.concurrency),
+            plays=f.plays_per_game or self.cfg.agent.episodes_per_env,
+            max_turns=self.cfg.agent.max_turns,
+            seed=self.cfg.seed,
+            cycle=cycle,
+        )
+        plays = sum(g.plays for g in games)
+        if plays and sum(g.errors for g in games) == plays:  # the model never answered
+            return {"fixed_eval/error": 1.0}
+        metrics = fixed_eval.difficulty_metrics(games)
+        metrics["time/fixed_eval_s"] = round(time.perf_counter() - t, 3)
         return metrics
 
     def _maybe_checkpoint(self, last: bool) -> None:

@@ -57,6 +57,12 @@ class BackendOptions(BaseModel):
         """What the backend would build, without touching a device (see the module doc)."""
         return {"ignored": ignored_fields(self.COMMON, common, defaults)}
 
+    def honours(self) -> tuple[str, frozenset[str]]:
+        """``(who, keys)``: the backend that trains (for ``ray``, its inner one) and the
+        shared ``backend.*`` keys it honours. A key it does not honour fails ``spade train``
+        (``--dry-run`` included) and never shows as matched in cmd/README.md's table."""
+        return "", self.COMMON
+
 
 def ignored_fields(
     honoured: frozenset[str], common: dict[str, Any], defaults: dict[str, Any]
@@ -93,6 +99,9 @@ class LocalOptions(BackendOptions):
 class MegatronOptions(BackendOptions):
     """Megatron-core ``GPTModel`` training of a Qwen3 HF checkpoint (CUDA only)."""
 
+    # The Megatron trainer's declared support: a shared key joins this set once the trainer
+    # applies it (and a test shows it does); until then a recipe that sets it fails
+    # `spade train` with one line naming the key.
     COMMON: ClassVar[frozenset[str]] = frozenset(
         {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high"}
     )
@@ -125,6 +134,7 @@ class TinkerOptions(BackendOptions):
 
     COMMON: ClassVar[frozenset[str]] = frozenset(
         {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high", "lora"}
+        | {"max_seq_len"}
     )
     lora_rank: int = Field(32, ge=1)
     betas: tuple[float, float] = (0.9, 0.95)
@@ -177,6 +187,11 @@ class RayOptions(BackendOptions):
         from spade_train.backends.base import backend_spec
 
         return backend_spec(self.inner).options.model_validate(self.inner_options)
+
+    def honours(self) -> tuple[str, frozenset[str]]:
+        """The inner backend trains, so its declared support is the ray backend's."""
+        who, keys = self.inner_model().honours()
+        return who or self.inner, keys
 
     def flat(self) -> dict[str, Any]:
         out = self.model_dump(exclude={"inner_options"})

@@ -13,6 +13,7 @@ prompt and observation tokens carry no loss).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -83,6 +84,12 @@ def tinker_sampling_params(params: SamplingParams) -> tinker.SamplingParams:
     )
 
 
+def completion_budget(prompt_tokens: int, max_new_tokens: int, max_seq_len: int) -> int:
+    """New tokens one request may sample: ``max_new_tokens``, cut so that prompt and
+    completion fit ``max_seq_len`` (upstream's ``max_context_length``), at least 1."""
+    return max(1, min(max_new_tokens, max_seq_len - prompt_tokens))
+
+
 def _wait(future: Any, timeout: float | None) -> Any:
     return future.result(timeout=timeout) if hasattr(future, "result") else future
 
@@ -108,6 +115,7 @@ class TinkerBackend:
         api_key: str | None = None,
         base_url: str | None = None,
         lora: dict[str, Any] | None = None,
+        max_seq_len: int = 32768,
         **_ignored: Any,
     ) -> None:
         key = api_key or os.environ.get("TINKER_API_KEY")
@@ -118,6 +126,7 @@ class TinkerBackend:
         self.loss, self.loss_cfg = loss, loss_config(loss, clip_eps, clip_eps_high)
         self.adam = adam_params(lr, betas, weight_decay, grad_clip)
         self.model, self.timeout, self.step = model, call_timeout_s, 0
+        self.max_seq_len = max_seq_len
         rank = int((lora or {}).get("r", lora_rank))
         try:
             self.service = tinker.ServiceClient(api_key=key, base_url=base_url)
@@ -145,13 +154,15 @@ class TinkerBackend:
             render_prompt(self.tokenizer, c, t, params.enable_thinking)
             for c, t in zip(conversations, tool_list, strict=True)
         ]
-        sp = tinker_sampling_params(params)
-        futures = [
-            self.sampler.sample(
-                prompt=tinker.ModelInput.from_ints(p), num_samples=1, sampling_params=sp
+        futures = []
+        for p in prompts:
+            budget = completion_budget(len(p), params.max_new_tokens, self.max_seq_len)
+            sp = tinker_sampling_params(dataclasses.replace(params, max_new_tokens=budget))
+            futures.append(
+                self.sampler.sample(
+                    prompt=tinker.ModelInput.from_ints(p), num_samples=1, sampling_params=sp
+                )
             )
-            for p in prompts
-        ]
         out = []
         for prompt, fut in zip(prompts, futures, strict=True):
             seq = _wait(fut, self.timeout).sequences[0]

@@ -79,9 +79,13 @@ _ANSWER_FORMAT = (
 )
 
 
-def _clip(text: str, limit: int) -> str:
+def _clip(text: str, limit: int | None) -> str:
     text = text.strip()
-    return text if len(text) <= limit else text[:limit].rsplit("\n", 1)[0].rstrip() + "\n..."
+    return (
+        text
+        if limit is None or len(text) <= limit
+        else text[:limit].rsplit("\n", 1)[0].rstrip() + "\n..."
+    )
 
 
 def _memory_block(title: str, entries: Sequence[Any], excerpt_chars: int) -> str:
@@ -93,14 +97,32 @@ def _memory_block(title: str, entries: Sequence[Any], excerpt_chars: int) -> str
     return "\n".join(parts)
 
 
+def _document_block(text: str, setting: str, chars: int | None) -> str:
+    """One reference document (uncut in a full prompt; clipped in a compact one)."""
+    body = _clip(text, chars)
+    if setting == "tool-use":
+        use = (
+            "You may take names, numbers or entities from this reference text for flavour; the "
+            "domain above stays the task, and the task never mentions the text."
+        )
+    else:
+        use = (
+            "Base the game on a concept or technique this reference document describes: the "
+            "player should have to apply it over several turns. The game's text must stand on "
+            "its own and never mention the document."
+        )
+    return f"{use}\n<reference_document>\n{body}\n</reference_document>"
+
+
 def _user_text(
     skill: str,
     setting: str,
     grounding: Sequence[str],
     memory: dict[str, list] | None,
     max_turns: int,
-    snippet_chars: int,
+    snippet_chars: int | None,
     excerpt_chars: int,
+    document: bool = False,
 ) -> str:
     target = "tool-use domain" if setting == "tool-use" else "skill"
     parts = [f"Target {target}: {skill}. The player gets at most {max_turns} turns."]
@@ -108,7 +130,9 @@ def _user_text(
         parts.append(f'Set the class attribute skill = "{se.TOOL_USE}".')
     else:
         parts.append(f'Set the class attribute skill = "{skill}".')
-    if grounding:
+    if grounding and document:
+        parts.append(_document_block(grounding[0], setting, snippet_chars))
+    elif grounding:
         snippets = "\n".join(f"<<<\n{_clip(s, snippet_chars)}\n>>>" for s in grounding if s.strip())
         parts.append(
             "Inspiration (text snippets between <<< and >>>; borrow a theme or idea, do not "
@@ -132,6 +156,7 @@ def build_designer_messages(
     *,
     setting: str = "games",
     grounding: Sequence[str] = (),
+    grounding_kind: str = "snippets",
     memory: dict[str, list] | None = None,
     max_turns: int = 6,
     compact: bool = False,
@@ -143,6 +168,8 @@ def build_designer_messages(
     (``frontier``/``too_easy``/``too_hard`` lists of ``spade_corpus.MemoryEntry``) and the answer
     format as the user message. ``compact=True`` keeps the whole prompt under
     :data:`COMPACT_PROMPT_CHARS` by shortening, then dropping, snippets and code excerpts.
+    ``grounding_kind="document"``: ``grounding[0]`` is one reference document (already cut at
+    its word budget), shown whole in a full prompt and clipped like a snippet in a compact one.
 
     ``scaffold=True`` (games setting, for policies too small to follow the format unaided)
     puts a short complete example game (``pick_example(skill, example_index)``: the starter
@@ -150,6 +177,7 @@ def build_designer_messages(
     user text and appends an assistant prefill, :data:`SCAFFOLD_PREFILL`:
     the policy continues the code block, generation stops at :data:`SCAFFOLD_STOP`, and the
     hint comes from the separate hint pass."""
+    document = grounding_kind == "document"
     if scaffold and setting == "tool-use":
         raise ValueError(
             "the scaffold example is a game; it is not offered in the tool-use setting"
@@ -158,13 +186,16 @@ def build_designer_messages(
     if setting == "tool-use":
         system += "\n" + se.tool_contract_text()
     if not compact:
-        user = _user_text(skill, setting, grounding, memory, max_turns, 1200, 2000)
+        chars = None if document else 1200  # a document is shown whole (cut at its words)
+        user = _user_text(skill, setting, grounding, memory, max_turns, chars, 2000, document)
         return _finish(system, user, skill, scaffold, example_index)
     grounding = list(grounding)
     mem = {k: list(v) for k, v in (memory or {}).items()}
     # Shrink step by step: shorter excerpts, then no code, then fewer examples and snippets.
     for snippet_chars, excerpt_chars in ((300, 300), (200, 120), (150, 0)):
-        user = _user_text(skill, setting, grounding, mem, max_turns, snippet_chars, excerpt_chars)
+        user = _user_text(
+            skill, setting, grounding, mem, max_turns, snippet_chars, excerpt_chars, document
+        )
         if len(system) + len(user) <= COMPACT_PROMPT_CHARS:
             break
     while len(system) + len(user) > COMPACT_PROMPT_CHARS and (grounding or any(mem.values())):
@@ -173,7 +204,7 @@ def build_designer_messages(
             mem[longest].pop()
         else:
             grounding.pop()
-        user = _user_text(skill, setting, grounding, mem, max_turns, 150, 0)
+        user = _user_text(skill, setting, grounding, mem, max_turns, 150, 0, document)
     return _finish(system, user, skill, scaffold, example_index)
 
 

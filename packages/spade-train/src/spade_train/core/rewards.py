@@ -13,8 +13,9 @@ What the loop calls (batch level, so centering, scaling and masking see the whol
 - ``n_agent_episodes``: agent episodes trained this cycle, for ``env_reward_scale: auto``
   (``min(n_agent / n_env * regeneration_interval, max_env_reward_scale)``; 1 when unknown).
 
-Pipeline (as upstream): an invalid completion gets ``invalid_penalty`` (``timeout_penalty``
-when its validation timed out), kept out of centering. Every valid one gets the variant's raw
+Pipeline: an invalid completion gets ``invalid_penalty`` (``timeout_penalty`` when its
+validation timed out), kept out of centering; with ``train_invalid`` false it is masked instead
+(upstream, which keeps no sample of a design whose every attempt failed). Every valid one gets the variant's raw
 signal; ``None`` masks it. Centered variants then subtract each skill's mean raw signal and
 multiply by the env reward scale; uncentered ones keep the raw value.
 
@@ -87,6 +88,7 @@ class RewardSettings(Protocol):
     invalid_penalty: float
     timeout_penalty: float
     parsed_invalid_penalty: float | None
+    train_invalid: bool
     reason_penalties: Mapping[str, float] | None
     copy_reward: float | None
     per_skill_centering: bool | None
@@ -437,6 +439,10 @@ def score_designers(
     raw: list[float | None] = []
     fixed: list[bool] = []  # a penalty or the copy reward: neither centered nor scaled
     for o in outcomes:
+        if not o.valid and not getattr(cfg, "train_invalid", True):
+            fixed.append(True)  # upstream: a slot whose attempts all failed is not trained
+            raw.append(None)
+            continue
         value = _fixed_reward(o, cfg)
         fixed.append(value is not None)
         if value is None:

@@ -26,17 +26,37 @@ from spade_train.steps.records import Design
 from spade_train.types import Message
 
 
+def design_round(cfg: RunConfig, cycle: int) -> int:
+    """The designer round a cycle belongs to (0 for cycles 1 .. ``regenerate_every``)."""
+    return (cycle - 1) // cfg.designer.regenerate_every
+
+
+def regenerates(cfg: RunConfig, cycle: int) -> bool:
+    """Whether the designer writes a new set of environments at this cycle."""
+    return cfg.mode == "spade" and (cycle - 1) % cfg.designer.regenerate_every == 0
+
+
+def current_set(cfg: RunConfig, pool: EnvPool, cycle: int) -> list[PoolEntry]:
+    """Between designer rounds: the environments the last round admitted that are still in
+    the pool (upstream plays its game set again until the next regeneration)."""
+    start = design_round(cfg, cycle) * cfg.designer.regenerate_every + 1
+    return [e for e in pool if e.cycle_added == start and e.origin == "designer"]
+
+
 def designer_prompts(
     cfg: RunConfig, cycle: int, memory: sc.EnvironmentMemory, grounding: Any
 ) -> tuple[list[list[Message]], list[str]]:
-    """This cycle's designer prompts and their target skills (rotating through the skills)."""
+    """This round's designer prompts and their target skills (rotating through the skills
+    once per designer round, as upstream's skills-per-regen window)."""
     d = cfg.designer
     prompts, skills = [], []
     for p in range(d.prompts_per_cycle):
-        index = (cycle - 1) * d.prompts_per_cycle + p
+        index = design_round(cfg, cycle) * d.prompts_per_cycle + p
         skill = d.skills[index % len(d.skills)]
         snippets = []
-        if grounding is not None:
+        if grounding is not None and d.grounding.mode == "document":
+            snippets = [grounding.document(index=index, max_words=d.grounding.max_words).text]
+        elif grounding is not None:
             snippets = [s.text for s in grounding.sample(d.grounding.k, index=index)]
         shown = None
         if d.memory.enabled and len(memory):
@@ -57,6 +77,7 @@ def designer_prompts(
                 skill,
                 setting=cfg.setting,
                 grounding=snippets,
+                grounding_kind=d.grounding.mode,
                 memory=shown,
                 max_turns=cfg.agent.max_turns,
                 compact=d.compact,

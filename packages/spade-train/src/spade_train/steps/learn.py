@@ -136,11 +136,18 @@ def record_plays(
     pool: EnvPool,
     memory: sc.EnvironmentMemory,
     curriculum: Any,
+    *,
+    remember: bool = True,
 ) -> None:
     """The cycle's returns enter the pool's running statistics, the environment memory (this
-    cycle's difficulty and regret) and the procedural curriculum."""
+    cycle's difficulty and regret; ``remember=False`` between designer rounds, where upstream
+    leaves its memory alone) and the procedural curriculum."""
     for p in played:
         pool.record(p.entry.env_id, p.hinted, p.unhinted, cycle)
+        if curriculum is not None:
+            curriculum.observe(p.entry, p.unhinted)
+        if not remember:
+            continue
         win, regret = measured_difficulty(p.hinted, p.unhinted)
         entry = sc.MemoryEntry(
             env_id=p.entry.env_id,
@@ -155,5 +162,3 @@ def record_plays(
             memory.update(entry.env_id, win_rate=entry.win_rate, regret=entry.regret, cycle=cycle)
         else:
             memory.add(entry)
-        if curriculum is not None:
-            curriculum.observe(p.entry, p.unhinted)

@@ -34,6 +34,15 @@ def choose_envs(
     return chosen
 
 
+def episodes_per_env(cfg: RunConfig, n_envs: int) -> int:
+    """Trained episodes per environment this cycle: ``ceil(batch_episodes / n_envs)`` when
+    the batch is set (upstream's global batch over its games), else ``episodes_per_env``."""
+    a = cfg.agent
+    if a.batch_episodes is None or n_envs < 1:
+        return a.episodes_per_env
+    return -(-a.batch_episodes // n_envs)
+
+
 def hint_plays(cfg: RunConfig) -> int:
     """Hinted episodes per environment: only SPADE's designer reward reads them."""
     if cfg.mode != "spade" or not rw.get_designer_reward(cfg.reward.designer).uses_hint:
@@ -58,17 +67,20 @@ def play(
     run: RunDir,
     progress: Any,
     stream: str = "agent",
+    hints: bool = True,
 ) -> tuple[list[PlayedEnv], list[Episode]]:
     """Per environment ``episodes_per_env`` unhinted (trained) episodes and ``hint_plays``
     hinted ones on their own seeds (reward only, unless ``train_hint_plays``); the first
     transcripts of the cycle are saved (none for any ``stream`` but ``agent``, which also
-    names the sampling seeds' stream)."""
+    names the sampling seeds' stream). ``hints=False``: no hinted episodes."""
     a = cfg.agent
     specs, owners = [], []
+    n_episodes = episodes_per_env(cfg, len(envs))
     for k, entry in enumerate(envs):
         factory = opener(entry)
-        hinted = hint_plays(cfg) if entry.hint else 0  # no hint: a hinted play is a plain repeat
-        plan = plan_episodes(cfg.seed, cycle, entry.env_id, a.episodes_per_env, hinted,
+        # no hint: a hinted play is a plain repeat; between designer rounds nothing reads them
+        hinted = hint_plays(cfg) if entry.hint and hints else 0
+        plan = plan_episodes(cfg.seed, cycle, entry.env_id, n_episodes, hinted,
                              paired=a.paired_hint_seeds, train_hinted=a.train_hint_plays)  # fmt: skip
         for planned in plan:
             specs.append(
