@@ -2,7 +2,7 @@
 
     spade train --recipe quickstart [key=value ...] [--run-dir DIR] [--dry-run]
     spade resume RUN_DIR
-    spade inspect RUN_DIR
+    spade inspect RUN_DIR [RUN_DIR ...] [--plots DIR]
     spade recipes
 
 User mistakes (unknown recipe, bad override, missing run directory) print one ``error:`` line
@@ -213,27 +213,38 @@ def _interrupted(run_dir: Path) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from spade_train.rundir import RunDir
 
-    run = RunDir(args.run_dir)
-    if not run.root.is_dir():
-        raise UserError(f"{run.root} does not exist; give the directory `spade train` printed")
-    if not run.metrics.exists() and not run.config.exists():
-        raise UserError(f"{run.root} has no metrics.jsonl or config.yaml; is it a run directory?")
-    rows = run.read_metrics()
-    for warning in run.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if not rows:
-        print(f"{run.root}: no cycles yet (a cycle's metrics are written when it finishes)")
+    runs = [RunDir(d) for d in args.run_dirs]
+    if len(runs) > 1 and not args.plots:
+        raise UserError("several runs are drawn together: name the plots' directory with --plots")
+    tables = []
+    for run in runs:
+        if not run.root.is_dir():
+            raise UserError(f"{run.root} does not exist; give the directory `spade train` printed")
+        if not run.metrics.exists() and not run.config.exists():
+            raise UserError(
+                f"{run.root} has no metrics.jsonl or config.yaml; is it a run directory?"
+            )
+        tables.append(run.read_metrics())
+        for warning in run.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    if not any(tables):
+        print(f"{', '.join(args.run_dirs)}: no cycles yet (a cycle's metrics are written when it "
+              "finishes); nothing to show")  # fmt: skip
         return 0
     from rich.console import Console
 
-    from spade_train.plots import write_plots
+    from spade_train.plots import write_run_plots
 
     console = Console()
-    console.print(_summary_table(run.root, rows))
-    console.print(_why_table(rows))
-    paths = write_plots(rows, run.plots)
-    latest = run.latest_checkpoint()
-    console.print(f"checkpoint: {latest.name if latest else 'none'}")
+    for run, rows in zip(runs, tables, strict=True):
+        if not rows:
+            console.print(f"{run.root}: no cycles yet")
+            continue
+        console.print(_summary_table(run.root, rows))
+        console.print(_why_table(rows))
+        latest = run.latest_checkpoint()
+        console.print(f"checkpoint: {latest.name if latest else 'none'}")
+    paths = write_run_plots([rows for rows in tables if rows], args.plots or runs[0].plots)
     console.print("plots: " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -317,8 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", help="continue a run from its last checkpoint")
     resume.add_argument("run_dir")
     resume.set_defaults(func=cmd_resume)
-    inspect = sub.add_parser("inspect", help="summary table and plots of a run")
-    inspect.add_argument("run_dir")
+    inspect = sub.add_parser(
+        "inspect", help="summary tables and plots of a run (or of several seeds, drawn together)"
+    )
+    inspect.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    inspect.add_argument(
+        "--plots", help="where to write the plots (default RUN_DIR/plots; needed for several runs)"
+    )
     inspect.set_defaults(func=cmd_inspect)
     recipes = sub.add_parser("recipes", help="list the shipped recipes, one line each")
     recipes.set_defaults(func=cmd_recipes)

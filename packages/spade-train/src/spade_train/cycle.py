@@ -31,6 +31,7 @@ from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool
 from spade_train.rundir import RunDir, write_jsonl
+from spade_train.spread import reward_spread
 from spade_train.steps import design as s_design
 from spade_train.steps import learn as s_learn
 from spade_train.steps import pipeline as s_pipeline
@@ -185,6 +186,7 @@ def run_cycle(
     row.update(score_metrics(scores))
     batch = s_learn.advantage(cfg, scores.agent + scores.designer, state.baselines)  # 5.
     row.update(advantage_metrics(batch))
+    row.update(reward_spread(scores.agent + scores.designer))  # the raw rewards' signal
     if train:  # 6. update
         with _timed(times, "update_s"):
             metrics = s_learn.update(res.backend, batch, progress, cycle)
