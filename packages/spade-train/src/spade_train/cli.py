@@ -44,7 +44,7 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
                 f"{d.prompts_per_cycle} prompts x {d.group_size} completions per cycle, "
                 f"skills {', '.join(d.skills)}, hint from {d.hint_source}",
             ),
-            ("designer reward", _designer_reward(cfg.reward)),
+            ("designer reward", designer_reward_summary(cfg.reward)),
             ("grounding / memory", f"{d.grounding.enabled} / {d.memory.enabled}"),
         ]
         if cfg.cold_start.enabled:
@@ -80,7 +80,7 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
     return rows
 
 
-def _designer_reward(r: Any) -> str:
+def designer_reward_summary(r: Any) -> str:
     """The designer reward's variant and every penalty that applies, as the run will pay them:
     an invalid design whose code never parsed, one whose program failed (when scored apart),
     the per-reason penalties, a valid copy of a shipped game, a generation timeout."""
