@@ -126,8 +126,9 @@ def _walk(model: type[BaseModel], prefix: str, section: str) -> list[FieldDoc]:
         sub = _model_of(field.annotation)
         default = _default(model, name)
         out.append(
-            FieldDoc(section, path, _type(field.annotation), default, _bounds(model, name),
-                     text, owner)  # fmt: skip
+            FieldDoc(
+                section, path, _type(field.annotation), default, _bounds(model, name), text, owner
+            )  # fmt: skip
         )
         if sub is not None:
             nested.append((sub, path))
