@@ -1,4 +1,4 @@
-"""One cycle of SPADE as the six steps of DESIGN.md, each a function of :mod:`spade_train.steps`:
+"""One cycle of SPADE as the six steps of the documentation's concepts page, each a function of :mod:`spade_train.steps`:
 
 1. design — the designer writes environments (:func:`steps.design.design`)
 2. validate — the sandbox judges them; the valid new ones enter the pool
