@@ -94,9 +94,13 @@ def _draw(
     drawn = False
     for key, label in series:
         per_run = [_points(rows, key, cycles) for rows in runs]
-        xs, mean, low, high, counts = [], [], [], [], []
+        xs: list[int] = []
+        mean: list[float] = []
+        low: list[float] = []
+        high: list[float] = []
+        counts: list[int] = []
         for i, c in enumerate(cycles):
-            got = [p[i] for p in per_run if p[i] is not None]
+            got: list[float] = [v for p in per_run if (v := p[i]) is not None]
             if not got:
                 continue  # not measured at this cycle by any run: no point, no gap
             finite = [v for v in got if not math.isnan(v)]
