@@ -183,3 +183,19 @@ def test_ctrl_c_in_train_is_one_line_keeps_what_finished_and_exits_130(tmp_path)
     assert rows and rows[0]["cycle"] == 1 and len(rows) < 6
     assert (run / "transcripts" / "cycle_0001").is_dir()
     assert (run / "checkpoints" / f"cycle_{len(rows):04d}" / "state.json").is_file()
+
+
+def test_the_documentation_states_the_penalties_the_quickstart_pays():
+    """The recipes page's sentence on the quickstart's designer reward (the generated line
+    beside it is the plan's own function) gives the recipe's numbers."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "recipes.md").read_text()
+    r = load_recipe("quickstart").reward
+    said = text[text.index("## The quickstart's designer reward") :]
+    for value in (
+        r.invalid_penalty,
+        r.parsed_invalid_penalty,
+        r.reason_penalties["solution_fails"],
+        r.reason_penalties["duplicate"],
+        r.copy_reward,
+    ):
+        assert f"{value:.1f}".replace("-", "−") in said, value
