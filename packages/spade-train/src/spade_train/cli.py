@@ -235,7 +235,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     from spade_train.plots import write_run_plots
 
-    console = Console()
+    # off a terminal (a log, a pipe) rich would wrap at 80 columns and cut every cell
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     for run, rows in zip(runs, tables, strict=True):
         if not rows:
             console.print(f"{run.root}: no cycles yet")
@@ -260,7 +261,7 @@ def _summary_table(root: Path, rows: list[dict[str, Any]]) -> Any:
         ("R no hint", "play/return_nohint"),
         ("held-out R", "heldout/return_nohint"),
         ("regret", "reward/regret_mean"),
-        ("adv std a/d", "adv/std"),
+        ("reward std a/d", "adv/std"),
         ("loss", "train/loss"),
         ("pool", "pool/size"),
         ("s", "time/cycle_s"),
@@ -272,8 +273,8 @@ def _summary_table(root: Path, rows: list[dict[str, Any]]) -> Any:
         cells = []
         for _, key in columns:
             v = row.get(key)
-            if key == "adv/std":  # both roles' advantage spread in one cell
-                a, d = row.get("adv/agent_std"), row.get("adv/designer_std")
+            if key == "adv/std":  # both roles' raw reward spread (before normalization)
+                a, d = row.get("adv/agent_reward_std"), row.get("adv/designer_reward_std")
                 v = "-" if a is None and d is None else f"{a or 0:.2f}/{d or 0:.2f}"
             cells.append("-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v))
         table.add_row(*cells)
