@@ -23,9 +23,14 @@ __all__ = ["reward_spread"]
 
 
 class _Item(Protocol):
-    role: str
-    group: tuple[Hashable, ...]
-    reward: float
+    """A scored item of the joint batch (``steps.records.Scored``), read only."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def group(self) -> tuple[Hashable, ...]: ...
+    @property
+    def reward(self) -> float: ...
 
 
 def reward_spread(items: Sequence[_Item]) -> dict[str, float | int | None]:
