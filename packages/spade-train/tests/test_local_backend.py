@@ -163,6 +163,45 @@ def test_save_and_load_resume_exactly(tmp_path):
         b.load(tmp_path)
 
 
+def test_a_checkpoint_is_a_standard_model_directory_with_the_trainer_state_beside_it(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    a = make_backend("local", model="tiny:qwen3", lr=1e-2, seed=1)
+    a.train_step(samples_of(a.generate(CHATS, SamplingParams(max_new_tokens=4, seed=1)), 0.7))
+    a.save(tmp_path / "policy")
+    files = {p.name for p in (tmp_path / "policy").iterdir()}
+    assert {"config.json", "generation_config.json", "model.safetensors"} <= files
+    assert "tokenizer.json" in files and not any(f.endswith(".pt") for f in files)
+    assert (tmp_path / "policy.trainer.pt").is_file()  # optimizer and RNG: beside, not inside
+    # transformers loads it as it is: the same weights, the same chat template
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "policy")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "policy")
+    assert tok.apply_chat_template(CHATS[0], tokenize=False) == a.tokenizer.apply_chat_template(
+        CHATS[0], tokenize=False
+    )
+    ids = torch.tensor([a.tokenizer("a move \\boxed{3}")["input_ids"]])
+    with torch.no_grad():
+        assert torch.equal(model(ids).logits, a.model(ids).logits)
+
+
+def test_a_lora_checkpoint_holds_merged_weights_and_resumes_its_adapters(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    lora = {"r": 4, "alpha": 8}
+    a = make_backend("local", model="tiny:qwen3", lr=1e-2, seed=1, lora=lora)
+    batch = samples_of(a.generate(CHATS, SamplingParams(max_new_tokens=4, seed=1)), 0.7)
+    a.train_step(batch)
+    a.save(tmp_path / "policy")
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "policy")
+    ids = torch.tensor([a.tokenizer("a move")["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(merged(ids).logits, a.model(ids).logits, atol=1e-5)
+    straight = a.train_step(batch)["loss"]
+    b = make_backend("local", model="tiny:qwen3", lr=1e-2, seed=5, lora=lora)
+    b.load(tmp_path / "policy")
+    assert b.train_step(batch)["loss"] == straight
+
+
 def test_lora_trains_only_adapters():
     b = make_backend("local", model="tiny:qwen3", lr=1e-2, lora={"r": 4, "alpha": 8})
     frozen = {n: p.detach().clone() for n, p in b.model.named_parameters() if not p.requires_grad}

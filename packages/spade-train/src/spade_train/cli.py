@@ -2,11 +2,13 @@
 
     spade train --recipe quickstart [key=value ...] [--run-dir DIR] [--dry-run]
     spade resume RUN_DIR
-    spade inspect RUN_DIR
+    spade inspect RUN_DIR [RUN_DIR ...] [--plots DIR]
     spade recipes
 
 User mistakes (unknown recipe, bad override, missing run directory) print one ``error:`` line
-and exit with status 2; no traceback.
+and exit with status 2; no traceback. Ctrl-C prints one line saying what was kept and exits
+with status 130. Heavy libraries (torch, transformers, matplotlib, rich) are imported only by
+the command that needs them, so ``spade --help`` and ``spade recipes`` answer at once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spade_train.errors import UserError
+from spade_train.errors import RecipeError, RunDirError, UserError
 
 
 def _console():
@@ -45,12 +47,7 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
                 f"{d.regenerate_every} cycle(s), skills {', '.join(d.skills)}, "
                 f"hint from {d.hint_source}",
             ),
-            (
-                "designer reward",
-                f"{cfg.reward.designer} (invalid "
-                f"{cfg.reward.invalid_penalty if cfg.reward.train_invalid else 'masked'}, "
-                f"delay {cfg.reward.delay_cycles} cycles)",
-            ),
+            ("designer reward", designer_reward_summary(cfg.reward)),
             (
                 "grounding / memory",
                 f"{d.grounding.enabled and d.grounding.mode} / {d.memory.enabled}",
@@ -88,6 +85,27 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
         ("role normalization", str(cfg.advantage.role_normalization)),
     ]
     return rows
+
+
+def designer_reward_summary(r: Any) -> str:
+    """The designer reward's variant and every penalty that applies, as the run will pay them:
+    an invalid design whose code never parsed, one whose program failed (when scored apart),
+    the per-reason penalties, a valid copy of a shipped game, a generation timeout."""
+    if not r.train_invalid:  # upstream: a failed design slot leaves no designer sample
+        return f"{r.designer} (invalid designs masked, never trained; delay {r.delay_cycles} cycles)"
+    parts = [f"invalid {r.invalid_penalty:+.1f}"]
+    if r.parsed_invalid_penalty is not None:
+        parts[0] = f"unparsed {r.invalid_penalty:+.1f}"
+        parts.append(f"parsed but invalid {r.parsed_invalid_penalty:+.1f}")
+    by_value: dict[float, list[str]] = {}
+    for reason, value in (r.reason_penalties or {}).items():
+        by_value.setdefault(float(value), []).append(str(reason))
+    for value, reasons in sorted(by_value.items()):
+        parts.append(f"{', '.join(sorted(reasons))} {value:+.1f}")
+    if r.copy_reward is not None:
+        parts.append(f"valid copy {r.copy_reward:+.1f}")
+    parts.append(f"timeout {r.timeout_penalty:+.1f}")
+    return f"{r.designer} ({'; '.join(parts)}; delay {r.delay_cycles} cycles)"
 
 
 def _backend_rows(plan: dict[str, Any], prefix: str = "backend") -> list[tuple[str, str]]:
@@ -159,8 +177,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from spade_train.loop import start_run
 
     console = _console()
-    loop = start_run(cfg, run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
-    loop.train()
+    try:
+        loop = start_run(cfg, run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
+        loop.train()
+    except KeyboardInterrupt:
+        return _interrupted(run_dir)
     console.print(f"[bold]spade[/]: done; run directory {run_dir} (plots in {run_dir}/plots)")
     return 0
 
@@ -172,23 +193,79 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not (run_dir / "config.yaml").exists():
         raise UserError(f"{run_dir} is not a spade run directory (no config.yaml)")
     console = _console()
-    loop = resume_run(run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
-    console.print(f"[bold]spade[/]: resuming {run_dir} after cycle {loop.cycle}")
-    loop.train()
+    try:
+        loop = resume_run(run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
+        console.print(f"[bold]spade[/]: resuming {run_dir} after cycle {loop.cycle}")
+        loop.train()
+    except KeyboardInterrupt:
+        return _interrupted(run_dir)
     return 0
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from spade_train.plots import write_plots
+def _interrupted(run_dir: Path) -> int:
+    """Ctrl-C: one line saying what the run directory keeps, then exit status 130."""
     from spade_train.rundir import RunDir
 
-    run = RunDir(args.run_dir)
-    if not run.metrics.exists():
-        raise UserError(f"{run.root} has no metrics.jsonl; is it a spade run directory?")
-    rows = run.read_metrics()
+    run = RunDir(run_dir)
+    try:
+        cycles = len(run.read_metrics())
+        latest = run.latest_checkpoint()
+    except Exception:  # whatever the interrupted write left: the message still goes out
+        cycles, latest = 0, None
+    if latest is None:
+        kept = f"no cycle finished; start again with `spade train` (run directory {run_dir})"
+    else:
+        kept = (
+            f"kept {cycles} finished cycle(s) in {run_dir} (metrics, designs, transcripts, "
+            f"plots; checkpoint {latest.name}); continue with `spade resume {run_dir}`"
+        )
+    print(f"interrupted: {kept}", file=sys.stderr)
+    return 130
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from spade_train.rundir import RunDir
+
+    runs = [RunDir(d) for d in args.run_dirs]
+    if len(runs) > 1 and not args.plots:
+        raise UserError("several runs are drawn together: name the plots' directory with --plots")
+    tables = []
+    for run in runs:
+        if not run.root.is_dir():
+            raise UserError(f"{run.root} does not exist; give the directory `spade train` printed")
+        if not run.metrics.exists() and not run.config.exists():
+            raise UserError(
+                f"{run.root} has no metrics.jsonl or config.yaml; is it a run directory?"
+            )
+        tables.append(run.read_metrics())
+        for warning in run.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    if not any(tables):
+        print(f"{', '.join(args.run_dirs)}: no cycles yet (a cycle's metrics are written when it "
+              "finishes); nothing to show")  # fmt: skip
+        return 0
+    from rich.console import Console
+
+    from spade_train.plots import write_run_plots
+
+    # off a terminal (a log, a pipe) rich would wrap at 80 columns and cut every cell
+    console = Console() if sys.stdout.isatty() else Console(width=160)
+    for run, rows in zip(runs, tables, strict=True):
+        if not rows:
+            console.print(f"{run.root}: no cycles yet")
+            continue
+        console.print(_summary_table(run.root, rows))
+        console.print(_why_table(rows))
+        latest = run.latest_checkpoint()
+        console.print(f"checkpoint: {latest.name if latest else 'none'}")
+    paths = write_run_plots([rows for rows in tables if rows], args.plots or runs[0].plots)
+    console.print("plots: " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def _summary_table(root: Path, rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
     columns = [
         ("cycle", "cycle"),
         ("valid", "design/validity_rate"),
@@ -197,31 +274,24 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         ("R no hint", "play/return_nohint"),
         ("held-out R", "heldout/return_nohint"),
         ("regret", "reward/regret_mean"),
-        ("adv std a/d", "adv/std"),
+        ("reward std a/d", "adv/std"),
         ("loss", "train/loss"),
         ("pool", "pool/size"),
         ("s", "time/cycle_s"),
     ]
-    table = Table(title=f"{run.root}")
+    table = Table(title=f"{root}")
     for title, _ in columns:
         table.add_column(title, justify="right")
     for row in rows:
         cells = []
         for _, key in columns:
             v = row.get(key)
-            if key == "adv/std":  # both roles' advantage spread in one cell
-                a, d = row.get("adv/agent_std"), row.get("adv/designer_std")
+            if key == "adv/std":  # both roles' raw reward spread (before normalization)
+                a, d = row.get("adv/agent_reward_std"), row.get("adv/designer_reward_std")
                 v = "-" if a is None and d is None else f"{a or 0:.2f}/{d or 0:.2f}"
             cells.append("-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v))
         table.add_row(*cells)
-    console = Console()
-    console.print(table)
-    console.print(_why_table(rows))
-    paths = write_plots(rows, run.plots)
-    latest = run.latest_checkpoint()
-    console.print(f"checkpoint: {latest.name if latest else 'none'}")
-    console.print("plots: " + ", ".join(str(p) for p in paths))
-    return 0
+    return table
 
 
 def _why_table(rows: list[dict[str, Any]]) -> Any:
@@ -251,10 +321,12 @@ def _why_table(rows: list[dict[str, Any]]) -> Any:
 
 
 def cmd_recipes(_args: argparse.Namespace) -> int:
-    from spade_train.config import list_recipes
+    from spade_train.recipe_notes import recipe_notes
 
-    for name in list_recipes():
-        print(name)
+    notes = recipe_notes()
+    width = max(len(n.name) for n in notes)
+    for note in notes:
+        print(f"{note.name:<{width}}  {note.purpose}")
     return 0
 
 
@@ -270,29 +342,28 @@ def build_parser() -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", help="continue a run from its last checkpoint")
     resume.add_argument("run_dir")
     resume.set_defaults(func=cmd_resume)
-    inspect = sub.add_parser("inspect", help="summary table and plots of a run")
-    inspect.add_argument("run_dir")
+    inspect = sub.add_parser(
+        "inspect", help="summary tables and plots of a run (or of several seeds, drawn together)"
+    )
+    inspect.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    inspect.add_argument(
+        "--plots", help="where to write the plots (default RUN_DIR/plots; needed for several runs)"
+    )
     inspect.set_defaults(func=cmd_inspect)
-    recipes = sub.add_parser("recipes", help="list the shipped recipes")
+    recipes = sub.add_parser("recipes", help="list the shipped recipes, one line each")
     recipes.set_defaults(func=cmd_recipes)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from spade_train.config import RecipeError
-    from spade_train.rundir import RunDirError
-
     try:
         return args.func(args)
     except (UserError, RecipeError, RunDirError, FileExistsError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(
-            "interrupted; `spade resume RUN_DIR` continues from the last checkpoint",
-            file=sys.stderr,
-        )
+        print("interrupted", file=sys.stderr)
         return 130
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from spade_train.config import RunConfig
 from spade_train.core import design as dz
 from spade_train.core.scaffold import SCAFFOLD_STOP, scaffold_examples
-from spade_train.models import _atomic_dir, resolve_model
+from spade_train.models import _atomic_dir, first_use_note, resolve_model
 
 __all__ = ["designer_pairs", "cold_start_key", "policy_model", "prepare"]
 
@@ -112,6 +112,9 @@ def policy_model(cfg: RunConfig, log: Callable[[str], None], progress: bool = Tr
     """The model a run's backend loads: the cached warm-up where ``cfg.cold_start_applies``,
     else ``backend.model`` (said in one line when a cold start was asked for but does not
     apply)."""
+    note = first_use_note(cfg.backend.model)
+    if note:
+        log(note)
     if cfg.cold_start_applies:
         return str(prepare(cfg, log, progress))
     if cfg.cold_start.enabled:
@@ -130,10 +133,10 @@ def _encode(tokenizer: Any, messages: list[dict[str, str]], target: str) -> tupl
 
 def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: bool) -> None:
     import torch
-    from rich.progress import Progress
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from spade_train.backends.blas import prefer_mkl_cnr
+    from spade_train.progress import StepProgress
 
     prefer_mkl_cnr()  # before the first BLAS call, as the local backend does
     torch.manual_seed(cfg.cold_start.seed)
@@ -144,8 +147,8 @@ def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: b
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.cold_start.lr, weight_decay=0.0)
     order_rng = random.Random(cfg.cold_start.seed)
     started = time.monotonic()
-    with Progress(disable=not progress) as bar:
-        task = bar.add_task("cold start", total=cfg.cold_start.epochs * len(samples))
+    total = cfg.cold_start.epochs * len(samples)
+    with StepProgress("cold start (designer warm-up, once)", total, progress) as bar:
         for _ in range(cfg.cold_start.epochs):
             order = list(range(len(samples)))
             order_rng.shuffle(order)
@@ -156,7 +159,7 @@ def _train(cfg: RunConfig, base: Path, pairs: list[Pair], out: Path, progress: b
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
-                bar.update(task, advance=1, description=f"cold start (loss {loss.item():.3f})")
+                bar.advance(1, note=f"loss {loss.item():.3f}")
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     meta = {"pairs": len(pairs), "seconds": round(time.monotonic() - started, 1)}

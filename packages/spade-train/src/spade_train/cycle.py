@@ -1,4 +1,4 @@
-"""One cycle of SPADE as the six steps of DESIGN.md, each a function of :mod:`spade_train.steps`:
+"""One cycle of SPADE as the six steps of the documentation's concepts page, each a function of :mod:`spade_train.steps`:
 
 1. design — the designer writes environments (:func:`steps.design.design`)
 2. validate — the sandbox judges them; the valid new ones enter the pool
@@ -31,6 +31,7 @@ from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool
 from spade_train.rundir import RunDir, write_jsonl
+from spade_train.spread import reward_spread
 from spade_train.steps import design as s_design
 from spade_train.steps import learn as s_learn
 from spade_train.steps import pipeline as s_pipeline
@@ -195,6 +196,7 @@ def run_cycle(
     row.update(score_metrics(scores))
     batch = s_learn.advantage(cfg, scores.agent + scores.designer, state.baselines)  # 5.
     row.update(advantage_metrics(batch))
+    row.update(reward_spread(scores.agent + scores.designer))  # the raw rewards' signal
     if train:  # 6. update
         with _timed(times, "update_s"):
             metrics = s_learn.update(res.backend, batch, progress, cycle)

