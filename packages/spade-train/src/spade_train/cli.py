@@ -92,7 +92,9 @@ def designer_reward_summary(r: Any) -> str:
     an invalid design whose code never parsed, one whose program failed (when scored apart),
     the per-reason penalties, a valid copy of a shipped game, a generation timeout."""
     if not r.train_invalid:  # upstream: a failed design slot leaves no designer sample
-        return f"{r.designer} (invalid designs masked, never trained; delay {r.delay_cycles} cycles)"
+        return (
+            f"{r.designer} (invalid designs masked, never trained; delay {r.delay_cycles} cycles)"
+        )
     parts = [f"invalid {r.invalid_penalty:+.1f}"]
     if r.parsed_invalid_penalty is not None:
         parts[0] = f"unparsed {r.invalid_penalty:+.1f}"
