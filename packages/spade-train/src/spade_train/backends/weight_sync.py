@@ -184,7 +184,7 @@ def _send_distributed(buckets: Iterable[NamedTensors], push: WeightPush) -> Push
                     for c in clients
                 ]
                 for _, tensor in bucket:
-                    group.broadcast([tensor.contiguous()], 0).wait()
+                    torch.distributed.broadcast(tensor.contiguous(), src=0, group=group)
                 for call in calls:
                     call.result()
                 report.buckets += 1
