@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayError
+from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from spade_train.backends.placement import Layout
@@ -53,6 +53,20 @@ class FleetSettings:
 class _ServerHandle:
     def __init__(self, actor: Any, url: str | None) -> None:
         self.actor, self.url, self.version = actor, url, "0"
+        self.pending: Any = None  # an unanswered url() call (the actor is restarting)
+
+    def poll_url(self, wait_s: float) -> str | None:
+        """The actor's URL, or None while it does not answer (restarting, node lost)."""
+        if self.pending is None:
+            self.pending = self.actor.url.remote()
+        ready, _ = ray.wait([self.pending], timeout=wait_s)
+        if not ready:
+            return None
+        ref, self.pending = self.pending, None
+        try:
+            return str(ray.get(ref))
+        except RayError:
+            return None
 
 
 class SGLangFleet:
@@ -112,16 +126,15 @@ class SGLangFleet:
             raise BackendError(f"sglang fleet: {what} failed: {str(exc).splitlines()[0]}") from exc
 
     # -- liveness -----------------------------------------------------------------------
-    def refresh(self, push: Callable[[WeightPush], Any], wait_s: float = 5.0) -> list[int]:
+    def refresh(self, push: Callable[[WeightPush], Any], wait_s: float = 2.0) -> list[int]:
         """Re-read every server's URL (a restarted actor has a new one), bring restarted or
         stale servers to the current version, and route requests to the live ones only.
         Returns the indices of the servers that are live."""
         live: list[int] = []
         behind: list[int] = []
         for i, s in enumerate(self.servers):
-            try:
-                url = ray.get(s.actor.url.remote(), timeout=wait_s)
-            except (GetTimeoutError, RayActorError, RayError):
+            url = s.poll_url(wait_s)
+            if url is None:
                 continue  # restarting (its bundle waits for a node) or gone: skip it for now
             if url != s.url:
                 s.url, s.version = url, self.spec.weight_version
@@ -167,10 +180,11 @@ class SGLangFleet:
 
     # -- weights ------------------------------------------------------------------------
     def publish(self, version: str, push: Callable[[WeightPush], Any]) -> None:
-        """Pause, push ``version`` to every live server once, resume, check the versions."""
-        live = self.refresh(push)
+        """Make ``version`` the current weights: every live server is paused, sent them once,
+        resumed and checked (:meth:`refresh` does it for each server behind); servers down now
+        catch up when they are back. Every later answer must carry ``version``."""
         self.version = version
-        self._push_to(live, push)
+        self.refresh(push)
         self.client.expected_version = version
 
     def _push_to(self, indices: list[int], push: Callable[[WeightPush], Any]) -> None:

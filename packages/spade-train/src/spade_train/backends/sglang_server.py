@@ -153,16 +153,24 @@ class SGLangServerActor:
     """A Ray actor that owns one SGLang server process (see the module doc)."""
 
     def __init__(self, spec: ServerSpec, base_gpu_id: int, env: dict[str, str]) -> None:
+        self.spec, self.env, self.base_gpu_id = spec, env, base_gpu_id
         self.host = node_address()
-        self.port = free_port()
-        self.base_gpu_id = base_gpu_id
-        self.url_ = f"http://{self.host}:{self.port}"
-        self.cmd = server_command(spec, self.host, self.port, base_gpu_id)
-        self.server = ServerProcess(self.cmd, env)
-        self.server.wait_healthy(self.url_, spec.start_timeout_s)
+        self.launches = 0
+        self._launch()
+
+    def _launch(self) -> None:
+        port = free_port()
+        self.url_ = f"http://{self.host}:{port}"
+        self.cmd = server_command(self.spec, self.host, port, self.base_gpu_id)
+        self.server = ServerProcess(self.cmd, self.env)
+        self.launches += 1
+        self.server.wait_healthy(self.url_, self.spec.start_timeout_s)
 
     def url(self) -> str:
-        """The server's URL (a restarted actor has a new one)."""
+        """The server's URL; a server process that died is started again first (new port).
+        A restarted actor (its node lost) has a new one too."""
+        if not self.server.alive():
+            self._launch()
         return self.url_
 
     def info(self) -> dict[str, str | int | bool]:
@@ -173,6 +181,7 @@ class SGLangServerActor:
             "base_gpu_id": self.base_gpu_id,
             "alive": self.server.alive(),
             "pid": self.server.proc.pid,
+            "launches": self.launches,
         }
 
     def command(self) -> list[str]:
