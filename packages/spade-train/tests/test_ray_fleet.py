@@ -31,7 +31,7 @@ def fleet_options(delay_s: float = 0.0, **over):
         call_timeout_s=180, worker_threads=1,
         sglang={"tp_size": 1, "sync": "distributed", "group_backend": "gloo",
                 "module": "spade_standin_server", "env": standin_env(delay_s),
-                "start_timeout_s": 180, "request_base_s": 60, "deterministic": True},
+                "start_timeout_s": 180, "request_base_s": 300, "deterministic": True},
     )  # fmt: skip
     opts.update(over)
     return opts
@@ -111,3 +111,71 @@ def test_seeds_per_sample_keep_a_group_apart(cluster):
         assert len({tuple(g.completion_ids) for g in group}) > 1
     finally:
         backend.close()
+
+
+def _fleet_override(delay_s: float) -> list[str]:
+    import json
+
+    o = fleet_options(delay_s)
+    keys = ("inner", "trainer_gpus", "rollout_gpus", "colocate", "cpus_per_gpu", "call_timeout_s",
+            "worker_threads", "sglang")  # fmt: skip
+    # quickstart's balanced_stop is the local backend's alone (SGLang stops at the first "}")
+    return ["backend.name=ray", "backend.device=cpu", "backend.dtype=float32",
+            "agent.sampling.balanced_stop=false",
+            "backend.options=" + json.dumps({k: o[k] for k in keys})]  # fmt: skip
+
+
+@pytest.mark.timeout(1200)
+def test_a_node_lost_mid_cycle_costs_its_in_flight_work_never_the_run(cluster, tmp_path):
+    from spade_train.backends.sglang import SGLangClient
+    from spade_train.loop import start_run
+    from test_loop import small, without_times
+
+    c, nodes = cluster
+    cfg = small("quickstart", "cycles=3", *_fleet_override(0.01))
+    loop = start_run(cfg, tmp_path / "faulted", progress=False)
+    removed = threading.Event()
+    seen: dict[str, object] = {}
+
+    def remove_mid_cycle_2() -> None:
+        while getattr(loop.res.backend, "fleet", None) is None:  # made when training starts
+            time.sleep(0.2)
+        backend = loop.res.backend
+        fleet, layout = backend.fleet, backend.layout
+        seen["fleet"] = fleet
+        trainer_node = layout.trainer[0].node
+        lone = next(i for i, span in enumerate(layout.engines) if span[0].node != trainer_node)
+        victim = next(n for n in nodes if n.node_id.startswith(layout.engines[lone][0].node))
+        url = fleet.servers[lone].url
+        base = None
+        while not removed.is_set():
+            try:
+                served = SGLangClient(url, retries=0, timeout_s=5)._request("GET", "/server_info")["served"]
+            except Exception:  # noqa: BLE001
+                time.sleep(0.2)
+                continue
+            if backend.publishes >= 2 and base is None:
+                base = served  # cycle 2 is generating with the weights of update 1
+            if base is not None and served > base:
+                print(f"removing node {victim.node_id[:12]} at publish {backend.publishes}", flush=True)
+                c.remove_node(victim)  # mid-generation: its requests are in flight
+                seen["removed_at_publish"] = backend.publishes
+                removed.set()
+                nodes.remove(victim)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=remove_mid_cycle_2, daemon=True)
+    watcher.start()
+    rows = loop.train()
+    removed.set()
+    assert [r["cycle"] for r in rows] == [1, 2, 3] and [r["train/step"] for r in rows] == [1, 2, 3]
+    assert removed.is_set() and seen["removed_at_publish"] == 2  # during cycle 2
+    fleet = seen["fleet"]
+    assert fleet.client.retried > 0  # the lost node's requests went again, elsewhere
+    lost_version = fleet.version
+    nodes.append(c.add_node(num_cpus=1, num_gpus=2))  # a replacement node (main thread only)
+    clean = start_run(cfg, tmp_path / "clean", progress=False).train()
+    # nothing lost, nothing counted twice: the same rows as a run without the fault
+    assert without_times(rows) == without_times(clean)
+    assert lost_version == "4"  # the initial push and one per cycle

@@ -70,13 +70,15 @@ class StandinEngine:
         self.unpaused.wait()
         epoch = self.epoch
         ids, out, lps, finish = list(input_ids), [], [], {"type": "length", "length": max_new}
+        past, feed = None, torch.tensor([ids])
         for _ in range(max_new):
             if self.epoch != epoch:
                 self.aborted += 1
                 finish = {"type": "abort", "message": "paused for a weight update", "status_code": None, "err_type": None}
                 break
-            with self.lock:
-                logits = self.model(torch.tensor([ids])).logits[0, -1].float()
+            with self.lock:  # a weight update waits for this step (and the other way round)
+                step = self.model(feed, past_key_values=past, use_cache=True)
+            past, logits = step.past_key_values, step.logits[0, -1].float()
             logp = torch.log_softmax(logits, -1)
             if temperature <= 0:
                 tok = int(torch.argmax(logits))
@@ -87,6 +89,7 @@ class StandinEngine:
                     scaled = scaled.masked_fill(scaled < kth, float("-inf"))
                 tok = int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=gen))
             ids.append(tok)
+            feed = torch.tensor([[tok]])
             out.append(tok)
             lps.append(float(logp[tok]))
             if self.delay_s:

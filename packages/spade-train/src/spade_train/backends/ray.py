@@ -257,13 +257,29 @@ class RayBackend:
 
         return [g for shard in self._on_rollouts("generate", args_for) for g in shard]
 
+    def _engines_sleep(self) -> bool:
+        sleeping = self.fleet is not None and self.fleet.spec.memory_saver
+        if sleeping:
+            self.fleet.sleep()
+        return sleeping
+
     def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:
-        """One update on the trainer (weights reach the rollout side on publish)."""
-        return self._get(self._trainer.train_step.remote(list(samples)), "train_step")
+        """One update on the trainer (weights reach the rollout side on publish). Colocated
+        engines with ``memory_saver`` release their GPU memory meanwhile."""
+        sleeping = self._engines_sleep()
+        try:
+            return self._get(self._trainer.train_step.remote(list(samples)), "train_step")
+        finally:
+            if sleeping:
+                self.fleet.wake()
 
     def train_step_async(self, samples: Sequence[TrainSample]) -> Any:
         """Start the update on the trainer; the returned function waits for its metrics
-        (rollouts go on with the last published weights meanwhile)."""
+        (rollouts go on with the last published weights meanwhile, unless colocated engines
+        sleep through it: then the update runs before this returns)."""
+        if self.fleet is not None and self.fleet.spec.memory_saver:
+            metrics = self.train_step(samples)
+            return lambda: metrics
         ref = self._trainer.train_step.remote(list(samples))
         return lambda: self._get(ref, "train_step")
 

@@ -242,6 +242,25 @@ class SGLangFleet:
                 "backend.options.sglang.sync: distributed"
             )
 
+    def sleep(self) -> None:
+        """Colocated with ``memory_saver``: free the servers' GPU memory (weights, KV cache)
+        while the trainer steps on the same GPUs."""
+        for s in self.servers:
+            if s.url:
+                try:
+                    SGLangClient(s.url, timeout_s=120).release_memory(None)
+                except BackendError:
+                    pass  # a dead server holds no memory; refresh restarts it
+
+    def wake(self) -> None:
+        """Take the released memory back (before the next push reloads the weights)."""
+        for s in self.servers:
+            if s.url:
+                try:
+                    SGLangClient(s.url, timeout_s=120).resume_memory(None)
+                except BackendError:
+                    pass
+
     def urls(self) -> list[str | None]:
         return [s.url for s in self.servers]
 
