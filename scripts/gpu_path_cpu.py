@@ -48,7 +48,9 @@ def main() -> None:
     cfg = load_recipe(args.recipe)
     opts = cfg.backend.typed_options()
     sg = opts.sglang.model_dump()
-    spec = PlacementSpec(opts.trainer_gpus, opts.rollout_gpus, sg["tp_size"], opts.colocate, opts.cpus_per_gpu)
+    spec = PlacementSpec(
+        opts.trainer_gpus, opts.rollout_gpus, sg["tp_size"], opts.colocate, opts.cpus_per_gpu
+    )
     print(f"== {args.recipe}: plan (the dry run's)")
     print(json.dumps(cfg.backend.plan(), indent=1, default=str))
 
@@ -59,9 +61,14 @@ def main() -> None:
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     t0 = time.monotonic()
     try:
-        check_fits(PlacementSpec(spec.trainer_gpus, spec.rollout_gpus, spec.engine_tp, spec.colocate, 0.1), alive_nodes())
+        check_fits(
+            PlacementSpec(spec.trainer_gpus, spec.rollout_gpus, spec.engine_tp, spec.colocate, 0.1),
+            alive_nodes(),
+        )
         cpus = 1.0 / 8  # one logical CPU per node here; the recipe asks cpus_per_gpu on real nodes
-        pspec = PlacementSpec(spec.trainer_gpus, spec.rollout_gpus, spec.engine_tp, spec.colocate, cpus)
+        pspec = PlacementSpec(
+            spec.trainer_gpus, spec.rollout_gpus, spec.engine_tp, spec.colocate, cpus
+        )
         pg = placement_group(pspec.bundles(), strategy="PACK")
         ray.get(pg.ready(), timeout=120)
         layout = assign(pspec, probe_sites(pg, pspec.n_bundles, 120))
@@ -69,10 +76,14 @@ def main() -> None:
         for r, s in enumerate(layout.trainer):
             print(f"trainer rank {r}: bundle {s.bundle} node {s.node} GPU {s.gpu}")
         for e, span in enumerate(layout.engines):
-            print(f"engine {e}: bundles {[s.bundle for s in span]} node {span[0].node} GPUs {[s.gpu for s in span]}")
+            print(
+                f"engine {e}: bundles {[s.bundle for s in span]} node {span[0].node} GPUs {[s.gpu for s in span]}"
+            )
         local_opts = dict(model="tiny:qwen3", seed=cfg.seed, device="cpu", dtype="float32",
                           max_seq_len=cfg.backend.max_seq_len, lr=cfg.backend.lr)  # fmt: skip
-        real = server_spec({**cfg.backend.common(), **opts.flat(), "seed": cfg.seed}, sg, resolve=False)
+        real = server_spec(
+            {**cfg.backend.common(), **opts.flat(), "seed": cfg.seed}, sg, resolve=False
+        )
         print("== server command of engine 0 (the recipe's):")
         print(" ".join(server_command(real, "<node-ip>", 30000, layout.engines[0][0].gpu)))
         standin_sg = {**sg, "module": "spade_standin_server", "group_backend": "gloo", "sync": "distributed",
@@ -96,9 +107,13 @@ def main() -> None:
             print(f"engine {i}: {info['url']} base_gpu_id {info['base_gpu_id']} pid {info['pid']}")
         push = lambda job: ray.get(trainer.push_weights.remote(job), timeout=600)  # noqa: E731
         fleet.publish("1", push)
-        print(f"== weight push 1 (distributed over gloo): versions {[s.version for s in fleet.servers]}")
+        print(
+            f"== weight push 1 (distributed over gloo): versions {[s.version for s in fleet.servers]}"
+        )
         chats = [[{"role": "user", "content": "Say a number."}]] * 4
-        out = fleet.generate_each(chats, SamplingParams(max_new_tokens=8, seed=cfg.seed), None, push)
+        out = fleet.generate_each(
+            chats, SamplingParams(max_new_tokens=8, seed=cfg.seed), None, push
+        )
         print(f"== rollouts: {len(out)} answers, weight version {fleet.client.expected_version}, "
               f"distinct samples in a group of 4 copies: {len({tuple(g.completion_ids) for g in out})}")  # fmt: skip
         fleet.close()

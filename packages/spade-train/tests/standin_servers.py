@@ -48,7 +48,9 @@ class Server:
     def __init__(self, cmd: list[str], port: int, env: dict[str, str]) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self.log = open(os.devnull, "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            cmd, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -72,14 +74,18 @@ class Server:
                 self.proc.kill()
 
 
-def plain_server(model: str, context_length: int, delay_s: float = 0.0, version: str = "0") -> Server:
+def plain_server(
+    model: str, context_length: int, delay_s: float = 0.0, version: str = "0"
+) -> Server:
     port = free_port()
     cmd = [sys.executable, "-m", "spade_standin_server", "--model-path", model, "--port", str(port),
            "--context-length", str(context_length), "--weight-version", version]  # fmt: skip
     return Server(cmd, port, standin_env(delay_s))
 
 
-def sglang_app_server(model: str, context_length: int, delay_s: float = 0.0, version: str = "0") -> Server:
+def sglang_app_server(
+    model: str, context_length: int, delay_s: float = 0.0, version: str = "0"
+) -> Server:
     port = free_port()
     cmd = [str(SGLANG_PYTHON), "-W", "ignore", "-m", "spade_sglang_app", "--model-path", model,
            "--port", str(port), "--context-length", str(context_length), "--weight-version", version]  # fmt: skip

@@ -64,7 +64,13 @@ def slow_server(model_dir):
 
 def test_sampling_payload_and_per_request_seeds():
     p = sampling_payload(SamplingParams(max_new_tokens=5, temperature=0.5, top_k=0, seed=3))
-    assert p == {"max_new_tokens": 5, "temperature": 0.5, "top_p": 1.0, "top_k": -1, "sampling_seed": 3}
+    assert p == {
+        "max_new_tokens": 5,
+        "temperature": 0.5,
+        "top_p": 1.0,
+        "top_k": -1,
+        "sampling_seed": 3,
+    }
     assert sampling_payload(SamplingParams(top_k=4, stop=("\n",)))["stop"] == ["\n"]
     seeds = [request_seed(7, i) for i in range(64)]
     assert len(set(seeds)) == 64 and seeds == [request_seed(7, i) for i in range(64)]
@@ -83,14 +89,17 @@ def test_a_group_of_copies_differs_and_a_rerun_reproduces(server, tokenizer):
     assert len({tuple(t) for t in texts}) > 1, "copies of one prompt collapsed to one sample"
     assert [g.completion_ids for g in again] == texts
     for g in group:
-        assert len(g.logprobs) == len(g.completion_ids) > 0 and g.finish_reason in ("stop", "length")
+        assert len(g.logprobs) == len(g.completion_ids) > 0 and g.finish_reason in (
+            "stop",
+            "length",
+        )
         assert all(lp <= 0 for lp in g.logprobs)
 
 
 def test_over_long_prompts_are_truncated_or_a_typed_error(server, tokenizer):
     ids = list(range(200))
     kept, max_new, cut = fit_prompt(ids, 32, CONTEXT)
-    assert cut and kept == ids[-(CONTEXT - 32):] and max_new == 32
+    assert cut and kept == ids[-(CONTEXT - 32) :] and max_new == 32
     kept, max_new, cut = fit_prompt(ids[:90], 32, CONTEXT)
     assert cut and len(kept) == 64 and max_new == 32
     # asking for more than the context: the prompt keeps its last 16 tokens (as the local
@@ -132,7 +141,9 @@ def test_abort_is_typed_and_the_rollout_client_retries_it(slow_server, tokenizer
 
     def run():
         try:
-            client.generate_one([1, 2, 3], SamplingParams(max_new_tokens=40), seed=1, rid="a", timeout_s=30)
+            client.generate_one(
+                [1, 2, 3], SamplingParams(max_new_tokens=40), seed=1, rid="a", timeout_s=30
+            )
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
 

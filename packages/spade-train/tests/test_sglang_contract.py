@@ -20,7 +20,14 @@ from spade_train.backends.weight_sync import ServerTarget, WeightPush, iter_buck
 from spade_train.errors import GenerationAborted, PromptTooLong, StaleWeights
 from spade_train.models import resolve_model
 from spade_train.types import SamplingParams
-from standin_servers import SGLANG_ENV_MISSING, SGLANG_PYTHON, Server, free_port, sglang_env_ready, standin_env
+from standin_servers import (
+    SGLANG_ENV_MISSING,
+    SGLANG_PYTHON,
+    Server,
+    free_port,
+    sglang_env_ready,
+    standin_env,
+)
 
 pytestmark = pytest.mark.skipif(not sglang_env_ready(), reason=SGLANG_ENV_MISSING)
 CONTEXT = 96
@@ -53,7 +60,9 @@ def tokenizer(model_dir):
 
 def test_generation_fields_are_accepted_and_seeds_are_per_request(app, tokenizer):
     rc = RolloutClient([app.url], tokenizer, CONTEXT, concurrency=4)
-    params = SamplingParams(max_new_tokens=6, temperature=0.9, top_p=0.95, top_k=50, stop=("\n",), seed=11)
+    params = SamplingParams(
+        max_new_tokens=6, temperature=0.9, top_p=0.95, top_k=50, stop=("\n",), seed=11
+    )
     out = rc.generate_each([CHAT] * 4, params)
     again = rc.generate_each([CHAT] * 4, params)
     rc.close()
@@ -77,7 +86,9 @@ def test_abort_by_pause_is_generation_aborted(app):
 
     def run() -> None:
         try:
-            client.generate_one([1, 2, 3], SamplingParams(max_new_tokens=60), seed=2, rid="ab", timeout_s=60)
+            client.generate_one(
+                [1, 2, 3], SamplingParams(max_new_tokens=60), seed=2, rid="ab", timeout_s=60
+            )
         except Exception as exc:  # noqa: BLE001
             caught.append(exc)
 

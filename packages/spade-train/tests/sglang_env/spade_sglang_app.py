@@ -58,7 +58,9 @@ class StandinTokenizerManager:
     async def generate_request(self, obj: Any, request: Any = None):
         obj.normalize_batch_and_arguments()
         self.requests.append({"rid": obj.rid, "sampling_params": obj.sampling_params})
-        out = await asyncio.to_thread(self.engine.generate, list(obj.input_ids), dict(obj.sampling_params or {}), str(obj.rid))
+        out = await asyncio.to_thread(
+            self.engine.generate, list(obj.input_ids), dict(obj.sampling_params or {}), str(obj.rid)
+        )
         self.last_receive_tstamp = time.time()
         yield out
 
@@ -82,7 +84,17 @@ class StandinTokenizerManager:
     async def init_weights_update_group(self, obj: Any, request: Any = None) -> tuple[bool, str]:
         from sglang.srt.utils.common import init_custom_process_group
 
-        body = {k: getattr(obj, k) for k in ("master_address", "master_port", "rank_offset", "world_size", "group_name", "backend")}
+        body = {
+            k: getattr(obj, k)
+            for k in (
+                "master_address",
+                "master_port",
+                "rank_offset",
+                "world_size",
+                "group_name",
+                "backend",
+            )
+        }
         try:
             await asyncio.to_thread(self.engine.init_group, body, init_custom_process_group)
         except Exception as exc:  # noqa: BLE001
@@ -93,7 +105,9 @@ class StandinTokenizerManager:
         self.engine.destroy_group(obj.group_name)
         return True, "Succeeded to destroy custom process group."
 
-    async def update_weights_from_distributed(self, obj: Any, request: Any = None) -> tuple[bool, str]:
+    async def update_weights_from_distributed(
+        self, obj: Any, request: Any = None
+    ) -> tuple[bool, str]:
         body = {"names": obj.names, "dtypes": obj.dtypes, "shapes": obj.shapes,
                 "group_name": obj.group_name, "weight_version": obj.weight_version}  # fmt: skip
         try:
@@ -109,7 +123,9 @@ class StandinTokenizerManager:
         self.engine._load(list(named), obj.weight_version)
         return True, "Success"
 
-    async def update_weights_from_disk(self, obj: Any, request: Any = None) -> tuple[bool, str, int]:
+    async def update_weights_from_disk(
+        self, obj: Any, request: Any = None
+    ) -> tuple[bool, str, int]:
         body = {"model_path": obj.model_path, "weight_version": obj.weight_version}
         try:
             await asyncio.to_thread(self.engine.update_disk, body)
@@ -139,10 +155,14 @@ def main(argv: list[str]) -> None:
     server_args.device = "cpu"
     server_args.enable_deterministic_inference = False
     publish(server_args, role="tokenizer")
-    engine = StandinEngine(server_args.model_path, server_args.weight_version, server_args.context_length)
+    engine = StandinEngine(
+        server_args.model_path, server_args.weight_version, server_args.context_length
+    )
     manager = StandinTokenizerManager(server_args, engine)
     http_server.set_global_state(
-        http_server._GlobalState(tokenizer_manager=manager, template_manager=None, scheduler_info={})
+        http_server._GlobalState(
+            tokenizer_manager=manager, template_manager=None, scheduler_info={}
+        )
     )
     uvicorn.run(http_server.app, host=server_args.host, port=server_args.port, lifespan="off",
                 log_level="warning")  # fmt: skip

@@ -64,7 +64,9 @@ class StandinEngine:
         max_new = int(sp.get("max_new_tokens", 16))
         self.check_fits(input_ids, max_new)
         seed = sp.get("sampling_seed")
-        gen = torch.Generator().manual_seed(int(seed) if seed is not None else random.getrandbits(62))
+        gen = torch.Generator().manual_seed(
+            int(seed) if seed is not None else random.getrandbits(62)
+        )
         temperature = float(sp.get("temperature", 1.0))
         top_k = int(sp.get("top_k", -1))
         self.unpaused.wait()
@@ -74,7 +76,12 @@ class StandinEngine:
         for _ in range(max_new):
             if self.epoch != epoch:
                 self.aborted += 1
-                finish = {"type": "abort", "message": "paused for a weight update", "status_code": None, "err_type": None}
+                finish = {
+                    "type": "abort",
+                    "message": "paused for a weight update",
+                    "status_code": None,
+                    "err_type": None,
+                }
                 break
             with self.lock:  # a weight update waits for this step (and the other way round)
                 step = self.model(feed, past_key_values=past, use_cache=True)
@@ -169,4 +176,3 @@ class StandinEngine:
 def weights_digest(model: torch.nn.Module) -> float:
     """A number that changes when any weight does (for tests)."""
     return float(sum(p.double().sum() for p in model.state_dict().values()))
-

@@ -62,10 +62,19 @@ def serve(args: argparse.Namespace) -> None:
             if self.path == "/health":
                 return self._send(200, {})
             if self.path in ("/model_info", "/get_model_info"):
-                return self._send(200, {"model_path": engine.model_path, "weight_version": engine.version})
+                return self._send(
+                    200, {"model_path": engine.model_path, "weight_version": engine.version}
+                )
             if self.path in ("/server_info", "/get_server_info"):
-                return self._send(200, {"context_length": engine.context_length, "tp_size": args.tp_size,
-                                        "served": engine.served, "aborted": engine.aborted})
+                return self._send(
+                    200,
+                    {
+                        "context_length": engine.context_length,
+                        "tp_size": args.tp_size,
+                        "served": engine.served,
+                        "aborted": engine.aborted,
+                    },
+                )
             self._send(404, {"error": "no such endpoint"})
 
         def do_POST(self) -> None:
@@ -74,7 +83,12 @@ def serve(args: argparse.Namespace) -> None:
             ok = {"success": True, "message": "ok"}
             try:
                 if self.path == "/generate":
-                    return self._send(200, engine.generate(body["input_ids"], body["sampling_params"], body.get("rid", "")))
+                    return self._send(
+                        200,
+                        engine.generate(
+                            body["input_ids"], body["sampling_params"], body.get("rid", "")
+                        ),
+                    )
                 if self.path == "/pause_generation":
                     engine.pause(body.get("mode", "abort"))
                 elif self.path == "/continue_generation":
@@ -93,14 +107,20 @@ def serve(args: argparse.Namespace) -> None:
                     engine.update_disk(body)
                 elif self.path == "/update_weight_version":
                     engine.version = body["new_version"]
-                elif self.path in ("/abort_request", "/release_memory_occupation", "/resume_memory_occupation"):
+                elif self.path in (
+                    "/abort_request",
+                    "/release_memory_occupation",
+                    "/resume_memory_occupation",
+                ):
                     pass
                 else:
                     return self._send(404, {"error": "no such endpoint"})
             except ValueError as exc:
                 return self._send(400, {"error": {"message": str(exc)}})
             except Exception as exc:
-                return self._send(400, {"success": False, "message": f"{type(exc).__name__}: {exc}"})
+                return self._send(
+                    400, {"success": False, "message": f"{type(exc).__name__}: {exc}"}
+                )
             self._send(200, ok)
 
     httpd = ThreadingHTTPServer((args.host, args.port), Handler)

@@ -14,7 +14,9 @@ from spade_train.backends.sglang_server import ServerSpec
 from spade_train.errors import BackendError
 
 
-def server_spec(options: dict[str, Any], sglang: dict[str, Any], resolve: bool = True) -> ServerSpec:
+def server_spec(
+    options: dict[str, Any], sglang: dict[str, Any], resolve: bool = True
+) -> ServerSpec:
     """The server every engine runs: the policy's model, ``sglang`` options, the recipe's
     ``max_seq_len`` as context length and ``dtype``, the run's seed."""
     model = str(options.get("model", ""))
@@ -39,7 +41,9 @@ def server_spec(options: dict[str, Any], sglang: dict[str, Any], resolve: bool =
     )
 
 
-def fleet_settings(sglang: dict[str, Any], call_timeout_s: float, max_restarts: int) -> FleetSettings:
+def fleet_settings(
+    sglang: dict[str, Any], call_timeout_s: float, max_restarts: int
+) -> FleetSettings:
     return FleetSettings(
         sync=sglang.get("sync", "auto"),
         group_backend=str(sglang.get("group_backend", "nccl")),

@@ -119,8 +119,7 @@ class PlacementSpec:
 def check_fits(spec: PlacementSpec, nodes: Sequence[NodeResources]) -> None:
     """Raise :class:`PlacementError` (one line) unless the alive nodes can hold ``spec``."""
     per_node = [
-        int(min(n.gpus, n.cpus / spec.cpus_per_gpu if spec.cpus_per_gpu else n.gpus))
-        for n in nodes
+        int(min(n.gpus, n.cpus / spec.cpus_per_gpu if spec.cpus_per_gpu else n.gpus)) for n in nodes
     ]
     holds = sum(per_node)
     shape = ", ".join(f"{n.node}: {n.gpus:g} GPU {n.cpus:g} CPU" for n in nodes) or "no nodes"
@@ -166,5 +165,11 @@ def assign(spec: PlacementSpec, sites: Sequence[BundleSite]) -> Layout:
                 f"engine {e} (tp {spec.engine_tp}) would span nodes "
                 f"{sorted({s.node for s in span})}; use nodes with a multiple of "
                 f"{spec.engine_tp} GPUs or lower backend.options.sglang.tp_size"
+            )
+        gpus = sorted(s.gpu for s in span)
+        if gpus != list(range(gpus[0], gpus[0] + len(gpus))):
+            raise PlacementError(
+                f"engine {e} got GPUs {gpus} of its node, not consecutive ones (SGLang runs "
+                "--tp-size GPUs from --base-gpu-id on); give Ray whole nodes or lower sglang.tp_size"
             )
     return Layout(ordered[: spec.trainer_gpus], engines)

@@ -90,9 +90,13 @@ class RayBackend:
         self.fleet: Any = None
         self.publishes = 0
         if sglang is not None:
-            self._start_gpu_shape(trainer_gpus, rollout_gpus, colocate, cpus_per_gpu, sglang, max_restarts)
+            self._start_gpu_shape(
+                trainer_gpus, rollout_gpus, colocate, cpus_per_gpu, sglang, max_restarts
+            )
         else:
-            self._start_cpu_shape(num_rollout_workers, colocate, num_cpus_per_worker, num_gpus_per_worker)
+            self._start_cpu_shape(
+                num_rollout_workers, colocate, num_cpus_per_worker, num_gpus_per_worker
+            )
         self.publish_weights()
 
     # -- starting ------------------------------------------------------------------------
@@ -102,7 +106,12 @@ class RayBackend:
         n_bundles = 1 if colocate else 1 + n
         self._pg = placement_group([dict(bundle) for _ in range(n_bundles)], strategy="PACK")
         self._get(self._pg.ready(), "placement group (not enough CPUs/GPUs in the cluster?)")
-        self._colocate, self._cpus, self._gpus, self._n_rollout = colocate, float(cpus), float(gpus), n
+        self._colocate, self._cpus, self._gpus, self._n_rollout = (
+            colocate,
+            float(cpus),
+            float(gpus),
+            n,
+        )
         res = (cpus / 2, gpus / 2) if colocate else (cpus, gpus)
         self._trainer = self._spawn(TrainerActor, 0, res, self.inner, self.options)
         self._get(self._trainer.ready.remote(), "trainer actor start")
@@ -161,7 +170,9 @@ class RayBackend:
     def _new_rollout(self, i: int) -> Any:
         bundle = 0 if self._colocate else 1 + i
         share = 2 * self._n_rollout
-        res = (self._cpus / share, self._gpus / share) if self._colocate else (self._cpus, self._gpus)
+        res = (
+            (self._cpus / share, self._gpus / share) if self._colocate else (self._cpus, self._gpus)
+        )
         return self._spawn(LocalRolloutActor, bundle, res, self.inner, self.options)
 
     def _get(self, ref: Any, what: str) -> Any:

@@ -122,7 +122,9 @@ class TrainerActor:
             path = str(Path(push.publish_dir) / f"v{push.version}")
             self.save_hf(path)
             for t in push.targets:
-                SGLangClient(t.url, timeout_s=push.timeout_s).update_weights_from_disk(path, push.version)
+                SGLangClient(t.url, timeout_s=push.timeout_s).update_weights_from_disk(
+                    path, push.version
+                )
             return PushReport(names=[path])
         own = getattr(self.backend, "push_weights", None)
         if callable(own):

@@ -169,14 +169,18 @@ class RolloutClient:
         for i, conv, tool in zip(places, conversations, tool_list, strict=True):
             prompt = render_prompt(self.tokenizer, conv, tool, params.enable_thinking)
             try:
-                prompt, max_new, cut = fit_prompt(prompt, params.max_new_tokens, self.context_length)
+                prompt, max_new, cut = fit_prompt(
+                    prompt, params.max_new_tokens, self.context_length
+                )
             except PromptTooLong as exc:
                 jobs.append((prompt, exc))
                 continue
             self.truncated_prompts += cut
             seed = None if params.seed is None else request_seed(params.seed, i)
             rid = f"spade-{call}-{i}-{time.time_ns()}"
-            jobs.append((prompt, self._pool.submit(self._one, i, rid, prompt, params, seed, max_new)))
+            jobs.append(
+                (prompt, self._pool.submit(self._one, i, rid, prompt, params, seed, max_new))
+            )
         out: list[Generation | RolloutError] = []
         for prompt, job in jobs:
             done = job if isinstance(job, RolloutError) else job.result()
@@ -191,4 +195,3 @@ class RolloutClient:
         """Stop the submission threads and close the connection pool."""
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
-

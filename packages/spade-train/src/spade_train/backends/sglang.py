@@ -237,11 +237,15 @@ class SGLangClient:
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[tuple[list[int], list[float], str]]:
         """One completion per prompt, one request each, seeds per request; in order."""
-        out = []
+        out: list[tuple[list[int], list[float], str]] = []
         for i, prompt in enumerate(prompts):
             seed = None if params.seed is None else request_seed(params.seed, i)
             c = self.generate_one(
-                prompt, params, seed=seed, rid=f"spade-{time.time_ns()}-{i}", timeout_s=self.timeout_s
+                prompt,
+                params,
+                seed=seed,
+                rid=f"spade-{time.time_ns()}-{i}",
+                timeout_s=self.timeout_s,
             )
             out.append((c.ids, c.logprobs, c.finish))
         return out
@@ -383,7 +387,10 @@ class EngineClient:
         self, prompts: Sequence[Sequence[int]], params: SamplingParams
     ) -> list[tuple[list[int], list[float], str]]:
         """One completion per prompt, seeds per request (see :func:`request_seed`)."""
-        seeds = [None if params.seed is None else request_seed(params.seed, i) for i in range(len(prompts))]
+        seeds = [
+            None if params.seed is None else request_seed(params.seed, i)
+            for i in range(len(prompts))
+        ]
         out = self.engine.generate(
             input_ids=[list(p) for p in prompts],
             sampling_params=[sampling_payload(params, s) for s in seeds],

@@ -98,12 +98,16 @@ class SGLangFleet:
             ).remote(spec, span[0].gpu, env)
             self.servers.append(_ServerHandle(actor, None))
         for i, s in enumerate(self.servers):
-            s.url = self._get(s.actor.url.remote(), f"start of SGLang server {i}", spec.start_timeout_s)
+            s.url = self._get(
+                s.actor.url.remote(), f"start of SGLang server {i}", spec.start_timeout_s
+            )
         self.router: Any = None
         router_url = None
         if settings.router:
-            self.router = ray.remote(RouterActor).options(num_cpus=0).remote(
-                [s.url for s in self.servers], spec.python, spec.start_timeout_s
+            self.router = (
+                ray.remote(RouterActor)
+                .options(num_cpus=0)
+                .remote([s.url for s in self.servers], spec.python, spec.start_timeout_s)
             )
             router_url = self._get(self.router.url.remote(), "router start", spec.start_timeout_s)
         self.client = RolloutClient(
@@ -222,7 +226,9 @@ class SGLangFleet:
                 )
             self.servers[i].version = got
 
-    def _check_shared(self, indices: list[int], job: WeightPush, push: Callable[[WeightPush], Any]) -> None:
+    def _check_shared(
+        self, indices: list[int], job: WeightPush, push: Callable[[WeightPush], Any]
+    ) -> None:
         """Disk sync: the trainer writes a marker into ``publish_dir``; the driver and every
         server must read it back, or the path is not shared (one-line error)."""
         from spade_train.backends.weight_sync import reads_marker
@@ -232,7 +238,8 @@ class SGLangFleet:
         where = {"the driver": reads_marker(str(job.publish_dir), token)}
         for i in indices:
             where[f"server {self.servers[i].url}"] = self._get(
-                self.servers[i].actor.reads_marker.remote(job.publish_dir, token), "shared-path check"
+                self.servers[i].actor.reads_marker.remote(job.publish_dir, token),
+                "shared-path check",
             )
         missing = [k for k, ok in where.items() if not ok]
         if missing:
@@ -287,7 +294,9 @@ def _final(result: Generation | RolloutError) -> bool:
     return isinstance(result, RolloutError) and result.kind == "prompt_too_long"
 
 
-def _sync_mode(settings: FleetSettings, same_node: bool) -> Literal["distributed", "tensor", "disk"]:
+def _sync_mode(
+    settings: FleetSettings, same_node: bool
+) -> Literal["distributed", "tensor", "disk"]:
     if settings.sync == "auto":
         return "tensor" if same_node and settings.group_backend == "nccl" else "distributed"
     if settings.sync == "disk" and not settings.publish_dir:

@@ -81,7 +81,9 @@ class PushReport:
     names: list[str] = field(default_factory=list)
 
 
-def iter_buckets(named: Iterable[tuple[str, torch.Tensor]], bucket_bytes: int) -> Iterator[NamedTensors]:
+def iter_buckets(
+    named: Iterable[tuple[str, torch.Tensor]], bucket_bytes: int
+) -> Iterator[NamedTensors]:
     """Group ``(name, tensor)`` pairs into lists of about ``bucket_bytes`` each (in order; a
     tensor larger than a bucket is a bucket of its own)."""
     bucket: NamedTensors = []
@@ -129,11 +131,21 @@ def open_group(
     from torch.distributed.distributed_c10d import _new_process_group_helper, _world, rendezvous
 
     timeout = timedelta(seconds=timeout_s)
-    store, rank, world_size = next(rendezvous(f"tcp://{address}:{port}", rank, world_size, timeout=timeout))
+    store, rank, world_size = next(
+        rendezvous(f"tcp://{address}:{port}", rank, world_size, timeout=timeout)
+    )
     store.set_timeout(timeout)
     pg, _ = _new_process_group_helper(
-        world_size, rank, [], backend, PrefixStore(name, store), group_name=name, timeout=timeout
+        world_size,
+        rank,
+        [],
+        backend,
+        PrefixStore(name, store),
+        group_name=name,  # type: ignore[arg-type]
+        timeout=timeout,
     )
+    if not isinstance(pg, torch.distributed.ProcessGroup):
+        raise BackendError(f"weight group {name}: this process is not a member (rank {rank})")
     _world.pg_group_ranks[pg] = {i: i for i in range(world_size)}
     return pg
 
@@ -168,7 +180,9 @@ def _send_distributed(buckets: Iterable[NamedTensors], push: WeightPush) -> Push
     report = PushReport()
     with ThreadPoolExecutor(max_workers=max(1, len(clients))) as pool:
         joins = [
-            pool.submit(c.init_weights_group, address, port, offsets[i], world, name, push.group_backend)
+            pool.submit(
+                c.init_weights_group, address, port, offsets[i], world, name, push.group_backend
+            )
             for i, c in enumerate(clients)
         ]
         group = open_group(push.group_backend, address, port, world, 0, name, push.timeout_s)
@@ -180,7 +194,9 @@ def _send_distributed(buckets: Iterable[NamedTensors], push: WeightPush) -> Push
                 dtypes = [dtype_name(t.dtype) for _, t in bucket]
                 shapes = [list(t.shape) for _, t in bucket]
                 calls = [
-                    pool.submit(c.update_from_distributed, names, dtypes, shapes, name, push.version)
+                    pool.submit(
+                        c.update_from_distributed, names, dtypes, shapes, name, push.version
+                    )
                     for c in clients
                 ]
                 for _, tensor in bucket:
