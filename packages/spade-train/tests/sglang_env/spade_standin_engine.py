@@ -43,6 +43,7 @@ class StandinEngine:
         self.groups: dict[str, Any] = {}
         self.delay_s = float(os.environ.get("SPADE_STANDIN_TOKEN_DELAY_S", "0"))
         self.served = 0
+        self.active = 0
         self.aborted = 0
 
     # -- generation ---------------------------------------------------------------------
@@ -70,6 +71,13 @@ class StandinEngine:
         temperature = float(sp.get("temperature", 1.0))
         top_k = int(sp.get("top_k", -1))
         self.unpaused.wait()
+        self.active += 1
+        try:
+            return self._sample(input_ids, max_new, gen, temperature, top_k, rid)
+        finally:
+            self.active -= 1
+
+    def _sample(self, input_ids, max_new, gen, temperature, top_k, rid) -> dict[str, Any]:
         epoch = self.epoch
         ids, out, lps, finish = list(input_ids), [], [], {"type": "length", "length": max_new}
         past, feed = None, torch.tensor([ids])

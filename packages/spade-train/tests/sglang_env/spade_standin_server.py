@@ -73,6 +73,7 @@ def serve(args: argparse.Namespace) -> None:
                         "tp_size": args.tp_size,
                         "served": engine.served,
                         "aborted": engine.aborted,
+                        "active": engine.active,
                     },
                 )
             self._send(404, {"error": "no such endpoint"})
