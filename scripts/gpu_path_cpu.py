@@ -86,7 +86,12 @@ def main() -> None:
         )
         print("== server command of engine 0 (the recipe's):")
         print(" ".join(server_command(real, "<node-ip>", 30000, layout.engines[0][0].gpu)))
-        standin_sg = {**sg, "module": "spade_standin_server", "group_backend": "gloo", "sync": "distributed",
+        # The stand-in engine joins a weight group as one rank, where SGLang joins one per GPU:
+        # engines over several GPUs get their weights from a shared directory here (the disk
+        # path, with its shared-directory check); one-GPU engines by a gloo broadcast.
+        sync = "distributed" if sg["tp_size"] == 1 else "disk"
+        standin_sg = {**sg, "module": "spade_standin_server", "group_backend": "gloo", "sync": sync,
+                      "publish_dir": f"/tmp/spade-gpu-path-{args.recipe}",
                       "env": standin_env(), "start_timeout_s": 600, "memory_saver": False,
                       "deterministic": False, "extra_args": []}  # fmt: skip
         server = server_spec({**local_opts, "max_seq_len": 2048}, standin_sg)
