@@ -113,7 +113,7 @@ def main() -> None:
         push = lambda job: ray.get(trainer.push_weights.remote(job), timeout=600)  # noqa: E731
         fleet.publish("1", push)
         print(
-            f"== weight push 1 (distributed over gloo): versions {[s.version for s in fleet.servers]}"
+            f"== weight push 1 ({fleet.mode}): versions {[s.version for s in fleet.servers]}"
         )
         chats = [[{"role": "user", "content": "Say a number."}]] * 4
         out = fleet.generate_each(
