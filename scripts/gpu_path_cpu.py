@@ -112,9 +112,7 @@ def main() -> None:
             print(f"engine {i}: {info['url']} base_gpu_id {info['base_gpu_id']} pid {info['pid']}")
         push = lambda job: ray.get(trainer.push_weights.remote(job), timeout=600)  # noqa: E731
         fleet.publish("1", push)
-        print(
-            f"== weight push 1 ({fleet.mode}): versions {[s.version for s in fleet.servers]}"
-        )
+        print(f"== weight push 1 ({fleet.mode}): versions {[s.version for s in fleet.servers]}")
         chats = [[{"role": "user", "content": "Say a number."}]] * 4
         out = fleet.generate_each(
             chats, SamplingParams(max_new_tokens=8, seed=cfg.seed), None, push
