@@ -1,134 +1,68 @@
-"""The SGLang client against a real localhost HTTP server speaking SGLang's endpoints."""
+"""The SGLang client, rollout client and weight sync against a real localhost server process
+that speaks SGLang's native endpoints over a tiny real model (``sglang_env/``'s stand-in engine;
+``test_sglang_contract.py`` checks the same payloads against SGLang's own app)."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import torch
-from spade_train.backends import BackendError
-from spade_train.backends.sglang import (
-    SGLangClient,
-    generate_chat,
-    launch_engine,
-    render_prompt,
-    sampling_payload,
+from spade_train.backends.rollout_client import RequestTiming, RolloutClient, fit_prompt
+from spade_train.backends.sglang import SGLangClient, launch_engine, request_seed, sampling_payload
+from spade_train.backends.weight_sync import (
+    ServerTarget,
+    WeightPush,
+    dtype_name,
+    iter_buckets,
+    reads_marker,
+    send_weights,
+    shared_marker,
 )
+from spade_train.errors import (
+    BackendError,
+    GenerationAborted,
+    PromptTooLong,
+    RolloutTimeout,
+    StaleWeights,
+)
+from spade_train.models import resolve_model
 from spade_train.types import SamplingParams
+from standin_servers import plain_server
 
-torch.set_num_threads(1)
-EOS = 2  # id of <|im_end|>, the third special token of the test tokenizer
-TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-
-class _State:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict]] = []
-        self.fail_health = 0
-        self.loaded: str | None = None
-
-
-class _Handler(BaseHTTPRequestHandler):
-    state: _State
-
-    def log_message(self, *args) -> None:  # keep pytest output clean
-        pass
-
-    def _send(self, code: int, body: object) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except BrokenPipeError:  # the client gave up (the timeout test)
-            pass
-
-    def do_GET(self) -> None:
-        if self.path == "/health":
-            if self.state.fail_health > 0:
-                self.state.fail_health -= 1
-                return self._send(503, {"error": "warming up"})
-            return self._send(200, {})
-        self._send(404, {"error": "no such endpoint"})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.state.calls.append((self.path, body))
-        if self.path == "/update_weights_from_disk":
-            ok = body["model_path"].startswith("/")
-            self.state.loaded = body["model_path"] if ok else None
-            return self._send(200, {"success": ok, "message": "" if ok else "not absolute"})
-        if self.path != "/generate":
-            return self._send(404, {"error": "no such endpoint"})
-        sp = body["sampling_params"]
-        if sp["max_new_tokens"] == 999:
-            time.sleep(2)
-        out = []
-        for ids in body["input_ids"]:
-            # a deterministic "model": echo the last tokens backwards, then end-of-turn
-            comp = list(reversed(ids[-3:])) + [EOS]
-            finish = "stop"
-            if len(comp) > sp["max_new_tokens"]:
-                comp, finish = comp[: sp["max_new_tokens"]], "length"
-            lps = [-0.25 * (k + 1) for k in range(len(comp))]
-            out.append(
-                {
-                    "text": "",
-                    "output_ids": comp,
-                    "meta_info": {
-                        "output_token_logprobs": [
-                            [lp, t, None] for lp, t in zip(lps, comp, strict=True)
-                        ],
-                        "finish_reason": {"type": finish},
-                    },
-                }
-            )
-        self._send(200, out)
-
-
-@pytest.fixture()
-def server():
-    state = _State()
-    handler = type("H", (_Handler,), {"state": state})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
-    httpd.shutdown()
-    httpd.server_close()
+CONTEXT = 96
+CHAT = [{"role": "user", "content": "Say a number."}]
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=specials,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(["user assistant system hello world say a number"] * 20, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", unk_token="<unk>")
-    fast.chat_template = TEMPLATE
-    return fast
+def model_dir():
+    return str(resolve_model("tiny:qwen3"))
 
 
-def test_sampling_payload_maps_our_params():
+@pytest.fixture(scope="module")
+def tokenizer(model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir)
+
+
+@pytest.fixture(scope="module")
+def server(model_dir):
+    srv = plain_server(model_dir, CONTEXT)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def slow_server(model_dir):
+    srv = plain_server(model_dir, CONTEXT, delay_s=0.05)
+    yield srv
+    srv.stop()
+
+
+def test_sampling_payload_and_per_request_seeds():
     p = sampling_payload(SamplingParams(max_new_tokens=5, temperature=0.5, top_k=0, seed=3))
     assert p == {
         "max_new_tokens": 5,
@@ -138,66 +72,161 @@ def test_sampling_payload_maps_our_params():
         "sampling_seed": 3,
     }
     assert sampling_payload(SamplingParams(top_k=4, stop=("\n",)))["stop"] == ["\n"]
+    seeds = [request_seed(7, i) for i in range(64)]
+    assert len(set(seeds)) == 64 and seeds == [request_seed(7, i) for i in range(64)]
+    assert all(0 <= s < 2**63 for s in seeds) and request_seed(8, 0) != seeds[0]
 
 
-def test_generate_ids_sends_ids_and_reads_logprobs(server):
-    url, state = server
-    client = SGLangClient(url, timeout_s=5)
-    out = client.generate_ids([[1, 2, 3, 4], [9, 8]], SamplingParams(max_new_tokens=3, seed=1))
-    assert out[0] == ([4, 3, 2], [-0.25, -0.5, -0.75], "length")
-    assert out[1] == ([8, 9, EOS], [-0.25, -0.5, -0.75], "stop")
-    path, body = state.calls[-1]
-    assert path == "/generate" and body["return_logprob"] is True
-    assert (
-        body["input_ids"] == [[1, 2, 3, 4], [9, 8]]
-        and body["sampling_params"]["sampling_seed"] == 1
-    )
-    assert client.generate_ids([], SamplingParams()) == []
+def test_a_group_of_copies_differs_and_a_rerun_reproduces(server, tokenizer):
+    client = RolloutClient([server.url], tokenizer, CONTEXT, concurrency=4)
+    try:
+        params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=5)
+        group = client.generate_each([CHAT] * 6, params)
+        again = client.generate_each([CHAT] * 6, params)
+    finally:
+        client.close()
+    texts = [g.completion_ids for g in group]
+    assert len({tuple(t) for t in texts}) > 1, "copies of one prompt collapsed to one sample"
+    assert [g.completion_ids for g in again] == texts
+    for g in group:
+        assert len(g.logprobs) == len(g.completion_ids) > 0 and g.finish_reason in (
+            "stop",
+            "length",
+        )
+        assert all(lp <= 0 for lp in g.logprobs)
 
 
-def test_generate_chat_renders_template_and_keeps_order(server, tokenizer):
-    url, _ = server
-    client = SGLangClient(url, timeout_s=5)
-    convs = [[{"role": "user", "content": "hello world"}], [{"role": "user", "content": "say"}]]
-    gens = generate_chat(client, tokenizer, convs, SamplingParams(max_new_tokens=8))
-    for conv, gen in zip(convs, gens, strict=True):
-        assert gen.prompt_ids == render_prompt(tokenizer, conv, None)
-        assert tokenizer.decode(gen.prompt_ids).endswith("<|im_start|>assistant\n")
-        assert gen.completion_ids[-1] == tokenizer.eos_token_id
-        assert len(gen.logprobs) == len(gen.completion_ids) and gen.finish_reason == "stop"
-        assert "<|im_end|>" not in gen.text
-    assert gens[0].prompt_ids != gens[1].prompt_ids
+def test_over_long_prompts_are_truncated_or_a_typed_error(server, tokenizer):
+    ids = list(range(200))
+    kept, max_new, cut = fit_prompt(ids, 32, CONTEXT)
+    assert cut and kept == ids[-(CONTEXT - 32) :] and max_new == 32
+    kept, max_new, cut = fit_prompt(ids[:90], 32, CONTEXT)
+    assert cut and len(kept) == 64 and max_new == 32
+    # asking for more than the context: the prompt keeps its last 16 tokens (as the local
+    # backend does), the answer gets what is left
+    kept, max_new, _ = fit_prompt(ids[:20], 200, CONTEXT)
+    assert kept == ids[4:20] and max_new == CONTEXT - 16
+    with pytest.raises(PromptTooLong):
+        fit_prompt(ids, 32, 12)  # not even 16 prompt tokens fit
+    # the server's own refusal, when a client sends an unfitted prompt, is the same type
+    client = SGLangClient(server.url)
+    with pytest.raises(PromptTooLong, match="context length"):
+        client.generate_one(ids, SamplingParams(max_new_tokens=4), seed=1, rid="long", timeout_s=30)
+    # in a batch: the one long conversation is truncated and counted, the batch goes through
+    rc = RolloutClient([server.url], tokenizer, CONTEXT)
+    long_chat = [{"role": "user", "content": "number " * 400}]
+    out = rc.generate_each([CHAT, long_chat, CHAT], SamplingParams(max_new_tokens=4, seed=1))
+    assert rc.truncated_prompts == 1 and all(not isinstance(r, Exception) for r in out)
+    assert len(out[1].prompt_ids) <= CONTEXT - 4
+    rc.context_length = None  # a client that does not fit prompts: the server's refusal, typed
+    refused = rc.generate_each([CHAT, long_chat], SamplingParams(max_new_tokens=4, seed=1))
+    rc.close()
+    assert not isinstance(refused[0], Exception) and isinstance(refused[1], PromptTooLong)
 
 
-def test_health_retries_then_fails_clearly(server):
-    url, state = server
-    state.fail_health = 1
-    SGLangClient(url, retries=2).health()  # one 503, then healthy
-    state.fail_health = 10
-    with pytest.raises(BackendError, match="failed after 2 tries"):
-        SGLangClient(url, retries=1).health()
+def test_stale_weight_version_is_a_typed_error(server):
+    client = SGLangClient(server.url)
+    assert client.weight_version() == "0"
+    with pytest.raises(StaleWeights, match="expected 7"):
+        client.generate_one([1, 2, 3], SamplingParams(max_new_tokens=2), seed=1, rid="s",
+                            timeout_s=30, expected_version="7")  # fmt: skip
+    done = client.generate_one([1, 2, 3], SamplingParams(max_new_tokens=2), seed=1, rid="s",
+                               timeout_s=30, expected_version="0")  # fmt: skip
+    assert done.weight_version == "0"
+
+
+def test_abort_is_typed_and_the_rollout_client_retries_it(slow_server, tokenizer):
+    client = SGLangClient(slow_server.url)
+    errors: list[Exception] = []
+
+    def run():
+        try:
+            client.generate_one(
+                [1, 2, 3], SamplingParams(max_new_tokens=40), seed=1, rid="a", timeout_s=30
+            )
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.5)
+    client.pause("abort")
+    t.join(10)
+    client.resume()
+    assert len(errors) == 1 and isinstance(errors[0], GenerationAborted)
+    # a paused server, then resumed: the client's retry finishes the request
+    rc = RolloutClient([slow_server.url], tokenizer, CONTEXT)
+    threading.Timer(0.4, lambda: (client.pause("abort"), time.sleep(0.3), client.resume())).start()
+    out = rc.generate_each([CHAT], SamplingParams(max_new_tokens=30, seed=2))
+    rc.close()
+    assert not isinstance(out[0], Exception) and rc.retried >= 1
+
+
+def test_timeouts_are_sized_to_the_request_and_typed(slow_server, tokenizer):
+    timing = RequestTiming(base_s=1, per_token_s=0.5, max_s=3)
+    assert timing.limit(2) == 2 and timing.limit(100) == 3
+    quick = RequestTiming(base_s=0.2, per_token_s=0.0)
+    rc = RolloutClient([slow_server.url], tokenizer, CONTEXT, timing=quick, retries=0)
+    start = time.monotonic()
+    out = rc.generate_each([CHAT], SamplingParams(max_new_tokens=40, seed=1))
+    rc.close()
+    assert isinstance(out[0], RolloutTimeout) and time.monotonic() - start < 5
+
+
+def _perturbed_state(model_dir: str, scale: float):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * scale)
+    return model
+
+
+def test_distributed_push_over_gloo_changes_the_served_weights(model_dir):
+    srv = plain_server(model_dir, CONTEXT)
+    try:
+        client = SGLangClient(srv.url)
+        probe = dict(seed=3, rid="p", timeout_s=30)
+        params = SamplingParams(max_new_tokens=6, temperature=0.0)
+        before = client.generate_one([5, 6, 7], params, **probe)
+        model = _perturbed_state(model_dir, 0.5)
+        state = model.state_dict()
+        push = WeightPush("distributed", (ServerTarget(srv.url),), "3", bucket_bytes=64 << 10,
+                          group_backend="gloo", master_address="127.0.0.1", timeout_s=60)  # fmt: skip
+        client.pause("abort")
+        report = send_weights(iter_buckets(state.items(), push.bucket_bytes), push)
+        client.resume()
+        assert report.buckets > 1 and report.tensors == len(state)
+        assert client.weight_version() == "3"
+        after = client.generate_one([5, 6, 7], params, expected_version="3", **probe)
+        with torch.no_grad():  # the served model is now the pushed one: same greedy tokens
+            ids = torch.tensor([[5, 6, 7]])
+            want = []
+            for _ in range(len(after.ids)):
+                nxt = int(model(ids).logits[0, -1].argmax())
+                want.append(nxt)
+                ids = torch.cat([ids, torch.tensor([[nxt]])], 1)
+        assert after.ids == want[: len(after.ids)]
+        assert after.logprobs != before.logprobs
+    finally:
+        srv.stop()
+
+
+def test_disk_publish_checks_the_directory_is_shared(tmp_path, model_dir):
+    shared_marker(str(tmp_path / "pub"), "tok")
+    assert reads_marker(str(tmp_path / "pub"), "tok")
+    assert not reads_marker(str(tmp_path / "pub"), "other")
+    assert not reads_marker(str(tmp_path / "elsewhere"), "tok")
+    assert dtype_name(torch.bfloat16) == "bfloat16"
+
+
+def test_health_retries_then_fails_clearly():
     with pytest.raises(BackendError, match="is the server up"):
         SGLangClient("http://127.0.0.1:9", retries=0, timeout_s=1).health()
     with pytest.raises(BackendError, match="http://"):
         SGLangClient("localhost:30000")
-
-
-def test_timeouts_do_not_hang(server):
-    url, _ = server
-    client = SGLangClient(url, timeout_s=0.3, retries=1)
-    start = time.monotonic()
-    with pytest.raises(BackendError, match="ReadTimeout"):
-        client.generate_ids([[1, 2]], SamplingParams(max_new_tokens=999))
-    assert time.monotonic() - start < 1.9
-
-
-def test_update_weights_from_disk(server):
-    url, state = server
-    client = SGLangClient(url)
-    client.update_weights_from_disk("/ckpt/step-3")
-    assert state.loaded == "/ckpt/step-3"
-    with pytest.raises(BackendError, match="not absolute"):
-        client.update_weights_from_disk("relative/dir")
 
 
 def test_launch_engine_without_sglang_or_gpu_is_a_clear_error():
@@ -205,42 +234,3 @@ def test_launch_engine_without_sglang_or_gpu_is_a_clear_error():
         pytest.skip("sglang and a GPU are present: the GPU test covers launch_engine")
     with pytest.raises(BackendError, match="sglang"):
         launch_engine("/nonexistent")
-
-
-@pytest.mark.gpu
-def test_engine_generation_and_weight_update(tmp_path, tokenizer):
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU: SGLang serves only on GPUs")
-    if importlib.util.find_spec("sglang") is None:
-        pytest.skip("sglang is not installed: pip install 'sglang[all]' on the GPU machine")
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    cfg = Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=512,
-        eos_token_id=tokenizer.eos_token_id,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    model = Qwen3ForCausalLM(cfg)
-    model.save_pretrained(tmp_path / "a")
-    tokenizer.save_pretrained(tmp_path / "a")
-    engine = launch_engine(str(tmp_path / "a"), mem_fraction_static=0.3, log_level="error")
-    try:
-        convs = [[{"role": "user", "content": "hello world"}]] * 4
-        params = SamplingParams(max_new_tokens=16, temperature=0.0)
-        start = time.monotonic()
-        before = generate_chat(engine, tokenizer, convs, params)
-        n_tok = sum(len(g.completion_ids) for g in before)
-        print(f"sglang tokens/s: {n_tok / (time.monotonic() - start):.1f}")
-        assert all(len(g.logprobs) == len(g.completion_ids) > 0 for g in before)
-        with torch.no_grad():
-            for p in model.parameters():
-                p.add_(torch.randn_like(p))
-        model.save_pretrained(tmp_path / "b")
-        start = time.monotonic()
-        engine.update_weights_from_disk(str(tmp_path / "b"))
-        print(f"sglang update_weights_from_disk s: {time.monotonic() - start:.2f}")
-        after = generate_chat(engine, tokenizer, convs, params)
-        assert [g.logprobs for g in after] != [g.logprobs for g in before]
-    finally:
-        engine.close()

@@ -20,6 +20,54 @@ class BackendError(SpadeTrainError, RuntimeError):
     """A backend could not be created or used; the message names the problem and the fix."""
 
 
+class PlacementError(BackendError):
+    """The Ray cluster cannot hold a recipe's placement; the message says what is missing."""
+
+
+class RolloutError(BackendError):
+    """One rollout request failed on the inference side (SGLang); ``kind`` names how.
+
+    Raised per request, so a caller can keep the rest of a batch: ``aborted`` (the server
+    aborted it: a pause for a weight update, a restart), ``prompt_too_long`` (the prompt does not
+    fit the server's context), ``stale_weights`` (answered with weights older than the last
+    publish), ``timeout`` (no answer within the time sized to its length), ``server`` (the
+    server is unreachable or answered an error).
+    """
+
+    kind = "server"
+
+    def __init__(self, message: str, rid: str | None = None) -> None:
+        super().__init__(message, rid)
+        self.message, self.rid = message, rid
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class GenerationAborted(RolloutError):
+    """The server aborted the request before it finished (``finish_reason`` abort)."""
+
+    kind = "aborted"
+
+
+class PromptTooLong(RolloutError):
+    """The prompt plus the requested tokens do not fit the server's context length."""
+
+    kind = "prompt_too_long"
+
+
+class StaleWeights(RolloutError):
+    """The answer came from weights older than the version the backend last published."""
+
+    kind = "stale_weights"
+
+
+class RolloutTimeout(RolloutError):
+    """No answer within the request's time limit (sized to its requested length)."""
+
+    kind = "timeout"
+
+
 BALANCED_STOP_UNSUPPORTED = (
     "sampling.balanced_stop is implemented by the local backend only, not by {backend}; "
     "set it false (stop strings then end a reply at their first occurrence)"

@@ -1,14 +1,18 @@
 """The ``ray`` backend: the same PolicyBackend, spread over Ray actors.
 
-One trainer actor owns the inner training backend (``local`` by default, ``megatron`` on GPUs);
-``num_rollout_workers`` rollout actors each own a generation copy of the policy (an inner
-backend, or an SGLang server / engine). After each update :meth:`RayBackend.publish_weights`
-sends the trainer's weights to every rollout worker (object-store ``state_dict`` for local
-workers, SGLang's weight-update API for SGLang workers, a disk checkpoint as the fallback).
+Two shapes. **GPU recipes** (``backend.options.sglang`` set): a placement of one bundle per GPU
+(:mod:`~spade_train.backends.placement`), the trainer on its bundles (the inner backend: a
+Megatron world of one actor per rank, or ``local``), and SGLang servers launched on theirs
+(:mod:`~spade_train.backends.sglang_fleet`); rollouts are requests from this process to the
+servers, and each publish sends the weights to every server once, in memory (or from a shared
+directory), with a weight version checked on every answer. **CPU runs**: a trainer actor and
+``num_rollout_workers`` rollout actors, each an inner backend, weights passed through the
+object store.
 
-Every ``ray.get`` has a timeout (``call_timeout_s``). A rollout worker that dies or times out is
-restarted once from the last published weights and the call retried; a second failure, or any
-trainer failure, raises :class:`BackendError`. Nothing waits forever.
+Every ``ray.get`` has a timeout (``call_timeout_s``). A rollout worker or server that dies is
+restarted (a server by Ray, up to ``max_restarts``, once its bundle has a node again) and its
+requests retried elsewhere meanwhile; a trainer failure raises :class:`BackendError` (resume
+the run from its last checkpoint). Nothing waits forever.
 
 :class:`RaySandboxPool` puts sandboxes on actors: ``validate_many`` shards, and agent episodes
 (``open_env``, a drop-in for ``spade_sandbox.SandboxPool`` in ``spade_envs.SandboxedFactory``).
@@ -16,7 +20,6 @@ trainer failure, raises :class:`BackendError`. Nothing waits forever.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -28,123 +31,17 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from spade_train.backends.base import make_backend
-from spade_train.backends.ray_sandbox import prepare_process as _prepare_process
-from spade_train.errors import BackendError
+from spade_train.backends.ray_workers import (
+    LocalRolloutActor,
+    TrainerActor,
+    probe_sites,
+)
+from spade_train.errors import BackendError, RolloutError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
-
-_MODULE_ATTRS = ("model", "policy", "module")
-
-
-def _torch_module(backend: Any) -> Any | None:
-    """The ``torch.nn.Module`` a backend trains, when it exposes one (``.model`` and friends)."""
-    for attr in _MODULE_ATTRS:
-        module = getattr(backend, attr, None)
-        if module is not None and hasattr(module, "state_dict"):
-            return module
-    return None
-
-
-class _TrainerActor:
-    """Owns the inner training backend."""
-
-    def __init__(self, inner: str, options: dict[str, Any], threads: int | None, imp: str | None):
-        _prepare_process(threads, imp)
-        self.backend = make_backend(inner, **options)
-
-    def ready(self) -> bool:
-        return True
-
-    def train_step(self, samples: list[TrainSample]) -> dict[str, float]:
-        return self.backend.train_step(samples)
-
-    def generate(self, conversations, params, tools) -> list[Generation]:
-        return self.backend.generate(conversations, params, tools)
-
-    def save(self, path: str) -> None:
-        self.backend.save(Path(path))
-
-    def load(self, path: str) -> None:
-        self.backend.load(Path(path))
-
-    def state_dict(self) -> dict[str, Any] | None:
-        module = _torch_module(self.backend)
-        if module is None:
-            return None
-        return {k: v.detach().to("cpu").clone() for k, v in module.state_dict().items()}
-
-    def save_hf(self, path: str) -> None:
-        """Write the weights as a Hugging Face checkpoint (for SGLang's disk update)."""
-        module = _torch_module(self.backend)
-        if module is None or not hasattr(module, "save_pretrained"):
-            raise BackendError(
-                "the inner trainer exposes no HF model; cannot write weights for SGLang"
-            )
-        module.save_pretrained(path)
-        tokenizer = getattr(self.backend, "tokenizer", None)
-        if tokenizer is not None:
-            tokenizer.save_pretrained(path)
-
-    def close(self) -> None:
-        self.backend.close()
-
-
-class _LocalRolloutActor:
-    """A generation copy of the policy: an inner backend used only for ``generate``."""
-
-    def __init__(self, inner: str, options: dict[str, Any], threads: int | None, imp: str | None):
-        _prepare_process(threads, imp)
-        self.backend = make_backend(inner, **options)
-
-    def ready(self) -> bool:
-        return True
-
-    def generate(self, conversations, params, tools) -> list[Generation]:
-        return self.backend.generate(conversations, params, tools)
-
-    def set_weights(self, state: dict[str, Any]) -> None:
-        module = _torch_module(self.backend)
-        if module is None:
-            raise BackendError("the rollout backend exposes no torch module to load weights into")
-        module.load_state_dict(state)
-        self.backend.publish_weights()
-
-    def load(self, path: str) -> None:
-        self.backend.load(Path(path))
-
-    def close(self) -> None:
-        self.backend.close()
-
-
-class _SGLangRolloutActor:
-    """Generation through an SGLang server (``url``) with the policy's tokenizer."""
-
-    def __init__(self, url: str, model: str, timeout_s: float):
-        from transformers import AutoTokenizer
-
-        from spade_train.backends.sglang import SGLangClient
-
-        self.client = SGLangClient(url, timeout_s=timeout_s)
-        self.client.health()
-        self.tokenizer = AutoTokenizer.from_pretrained(model)
-
-    def ready(self) -> bool:
-        return True
-
-    def generate(self, conversations, params, tools) -> list[Generation]:
-        from spade_train.backends.sglang import generate_chat
-
-        return generate_chat(self.client, self.tokenizer, conversations, params, tools)
-
-    def update_from_disk(self, path: str) -> None:
-        self.client.update_weights_from_disk(path)
-
-    def close(self) -> None:
-        pass
 
 
 class RayBackend:
-    """PolicyBackend orchestrating a trainer actor and rollout worker actors on Ray."""
+    """PolicyBackend orchestrating a trainer and rollout engines on Ray (see the module doc)."""
 
     name = "ray"
 
@@ -156,12 +53,17 @@ class RayBackend:
         colocate: bool = True,
         num_cpus_per_worker: float = 1.0,
         num_gpus_per_worker: float = 0.0,
-        sglang_url: str | None = None,
         call_timeout_s: float = 600.0,
         ray_address: str | None = None,
         ray_num_cpus: int | None = None,
         worker_threads: int | None = 1,
         inner_import: str | None = None,
+        trainer_gpus: int = 0,
+        rollout_gpus: int = 0,
+        cpus_per_gpu: float = 1.0,
+        gpus_per_node: int | None = None,
+        max_restarts: int = 3,
+        sglang: dict[str, Any] | None = None,
         **inner_options: Any,
     ) -> None:
         if num_rollout_workers < 1:
@@ -175,7 +77,6 @@ class RayBackend:
             raise BackendError(f"call_timeout_s must be > 0, got {call_timeout_s}")
         self.timeout = float(call_timeout_s)
         self.inner, self.options = inner, dict(inner_options)
-        self.sglang_url = sglang_url
         self._threads, self._import = worker_threads, inner_import
         if not ray.is_initialized():
             if ray_address:
@@ -183,34 +84,88 @@ class RayBackend:
             else:
                 ray.init(num_cpus=ray_num_cpus, include_dashboard=False, ignore_reinit_error=True)
         self._own_dir = Path(tempfile.mkdtemp(prefix="spade-ray-"))
-        cpus, gpus = float(num_cpus_per_worker), float(num_gpus_per_worker)
-        bundle = {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
-        # Colocated: each rollout worker shares the trainer's bundle (GPU split in halves);
-        # disaggregated: one bundle per actor.
-        n_bundles = 1 if colocate else 1 + num_rollout_workers
-        self._pg = placement_group([dict(bundle) for _ in range(n_bundles)], strategy="PACK")
-        self._get(self._pg.ready(), "placement group (not enough CPUs/GPUs in the cluster?)")
-        self._colocate, self._cpus, self._gpus = colocate, cpus, gpus
-        self._n_rollout = num_rollout_workers
-        trainer_res = (cpus / 2, gpus / 2) if colocate else (cpus, gpus)
-        self._trainer = self._spawn(_TrainerActor, 0, trainer_res, inner, self.options)
-        self._get(self._trainer.ready.remote(), "trainer actor start")
-        self._rollout: list[Any] = [self._new_rollout(i) for i in range(num_rollout_workers)]
-        for i, actor in enumerate(self._rollout):
-            self._get(actor.ready.remote(), f"rollout worker {i} start")
         self._published: Any = None
         self._published_dir: str | None = None
+        self._rollout: list[Any] = []
+        self.fleet: Any = None
+        self.publishes = 0
+        if sglang is not None:
+            self._start_gpu_shape(
+                trainer_gpus, rollout_gpus, colocate, cpus_per_gpu, sglang, max_restarts
+            )
+        else:
+            self._start_cpu_shape(
+                num_rollout_workers, colocate, num_cpus_per_worker, num_gpus_per_worker
+            )
         self.publish_weights()
 
-    # -- actors -------------------------------------------------------------------------
+    # -- starting ------------------------------------------------------------------------
+    def _start_cpu_shape(self, n: int, colocate: bool, cpus: float, gpus: float) -> None:
+        bundle = {"CPU": float(cpus), **({"GPU": float(gpus)} if gpus else {})}
+        # Colocated: each rollout worker shares the trainer's bundle; else one bundle per actor.
+        n_bundles = 1 if colocate else 1 + n
+        self._pg = placement_group([dict(bundle) for _ in range(n_bundles)], strategy="PACK")
+        self._get(self._pg.ready(), "placement group (not enough CPUs/GPUs in the cluster?)")
+        self._colocate, self._cpus, self._gpus, self._n_rollout = (
+            colocate,
+            float(cpus),
+            float(gpus),
+            n,
+        )
+        res = (cpus / 2, gpus / 2) if colocate else (cpus, gpus)
+        self._trainer = self._spawn(TrainerActor, 0, res, self.inner, self.options)
+        self._get(self._trainer.ready.remote(), "trainer actor start")
+        self._rollout = [self._new_rollout(i) for i in range(n)]
+        for i, actor in enumerate(self._rollout):
+            self._get(actor.ready.remote(), f"rollout worker {i} start")
+
+    def _start_gpu_shape(
+        self,
+        trainer_gpus: int,
+        rollout_gpus: int,
+        colocate: bool,
+        cpus_per_gpu: float,
+        sglang: dict[str, Any],
+        max_restarts: int,
+    ) -> None:
+        from spade_train.backends.gpu_shape import fleet_settings, server_spec, start_trainer
+        from spade_train.backends.placement import PlacementSpec, assign, check_fits
+        from spade_train.backends.sglang_fleet import SGLangFleet
+
+        spec = PlacementSpec(
+            trainer_gpus, rollout_gpus, int(sglang.get("tp_size", 1)), colocate, cpus_per_gpu
+        )
+        check_fits(spec, alive_nodes())
+        self._pg = placement_group(spec.bundles(), strategy="PACK")
+        self._get(self._pg.ready(), "placement group")
+        layout = assign(spec, probe_sites(self._pg, spec.n_bundles, self.timeout))
+        self.layout = layout
+        self._trainer = start_trainer(self, spec, layout)
+        self._get(self._trainer.ready.remote(), "trainer start")
+        server = server_spec(self.options, sglang)
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(server.model_path)
+        trainer_node = layout.trainer[0].node
+        same_node = all(s.node == trainer_node for span in layout.engines for s in span)
+        self.fleet = SGLangFleet(
+            server,
+            layout,
+            self._pg,
+            spec.engine_share(),
+            tokenizer,
+            fleet_settings(sglang, self.timeout, max_restarts),
+            same_node,
+        )
+
     def _spawn(self, cls: type, bundle: int, res: tuple[float, float], *args: Any) -> Any:
         strategy = PlacementGroupSchedulingStrategy(
             placement_group=self._pg, placement_group_bundle_index=bundle
         )
         remote: Any = ray.remote(num_cpus=res[0], num_gpus=res[1], max_restarts=0)(cls)
-        if cls in (_TrainerActor, _LocalRolloutActor):
-            args = (*args, self._threads, self._import)
-        return remote.options(scheduling_strategy=strategy).remote(*args)
+        return remote.options(scheduling_strategy=strategy).remote(
+            *args, self._threads, self._import
+        )
 
     def _new_rollout(self, i: int) -> Any:
         bundle = 0 if self._colocate else 1 + i
@@ -218,12 +173,7 @@ class RayBackend:
         res = (
             (self._cpus / share, self._gpus / share) if self._colocate else (self._cpus, self._gpus)
         )
-        if self.sglang_url:
-            model = str(self.options.get("model", ""))
-            return self._spawn(
-                _SGLangRolloutActor, bundle, res, self.sglang_url, model, self.timeout
-            )
-        return self._spawn(_LocalRolloutActor, bundle, res, self.inner, self.options)
+        return self._spawn(LocalRolloutActor, bundle, res, self.inner, self.options)
 
     def _get(self, ref: Any, what: str) -> Any:
         try:
@@ -270,17 +220,38 @@ class RayBackend:
         return [out[i] for i in range(len(self._rollout))]
 
     # -- PolicyBackend ------------------------------------------------------------------
+    def generate_each(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        params: SamplingParams,
+        tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
+    ) -> list[Generation | RolloutError]:
+        """Like :meth:`generate`, but a failed request is its typed error in the list (SGLang
+        engines); with local rollout workers every entry is a Generation or the call raises."""
+        if self.fleet is not None:
+            return self.fleet.generate_each(conversations, params, tools, self._push)
+        return list(self.generate(conversations, params, tools))
+
     def generate(
         self,
         conversations: Sequence[Sequence[Message]],
         params: SamplingParams,
         tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
     ) -> list[Generation]:
-        """Shard the conversations over the rollout workers in contiguous blocks, keep order.
+        """Every conversation once, in order.
 
-        With one worker the call equals the inner backend's ``generate``; with several, shard
-        ``k`` samples with seed ``params.seed + k`` (when a seed is given).
-        """
+        SGLang engines: one request each, its seed derived from ``params.seed`` and its index;
+        a request no retry could save raises its :class:`RolloutError`. Local rollout workers:
+        contiguous shards, shard ``k`` seeded ``params.seed + k`` (one worker: the inner
+        backend's own ``generate``)."""
+        if not conversations:
+            return []
+        if self.fleet is not None:
+            results = self.generate_each(conversations, params, tools)
+            for r in results:
+                if isinstance(r, RolloutError):
+                    raise r
+            return [r for r in results if isinstance(r, Generation)]
         convs = [list(c) for c in conversations]
         tool_list = list(tools) if tools is not None else None
         n = len(self._rollout)
@@ -295,17 +266,31 @@ class RayBackend:
                 p = replace(params, seed=params.seed + k)
             return (convs[lo:hi], p, tool_list[lo:hi] if tool_list is not None else None)
 
-        if not convs:
-            return []
         return [g for shard in self._on_rollouts("generate", args_for) for g in shard]
 
+    def _engines_sleep(self) -> bool:
+        sleeping = self.fleet is not None and self.fleet.spec.memory_saver
+        if sleeping:
+            self.fleet.sleep()
+        return sleeping
+
     def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:
-        """One update on the trainer actor (weights reach the rollout side on publish)."""
-        return self._get(self._trainer.train_step.remote(list(samples)), "train_step")
+        """One update on the trainer (weights reach the rollout side on publish). Colocated
+        engines with ``memory_saver`` release their GPU memory meanwhile."""
+        sleeping = self._engines_sleep()
+        try:
+            return self._get(self._trainer.train_step.remote(list(samples)), "train_step")
+        finally:
+            if sleeping:
+                self.fleet.wake()
 
     def train_step_async(self, samples: Sequence[TrainSample]) -> Any:
-        """Start the update on the trainer actor; the returned function waits for its metrics
-        (rollout workers keep generating with the last published weights meanwhile)."""
+        """Start the update on the trainer; the returned function waits for its metrics
+        (rollouts go on with the last published weights meanwhile, unless colocated engines
+        sleep through it: then the update runs before this returns)."""
+        if self.fleet is not None and self.fleet.spec.memory_saver:
+            metrics = self.train_step(samples)
+            return lambda: metrics
         ref = self._trainer.train_step.remote(list(samples))
         return lambda: self._get(ref, "train_step")
 
@@ -314,36 +299,32 @@ class RayBackend:
         self._get(self._trainer.save.remote(str(Path(path).resolve())), "save")
 
     def load(self, path: Path) -> None:
-        """Restore the inner trainer, then publish its weights to the rollout workers."""
+        """Restore the inner trainer, then publish its weights to the rollout side."""
         self._get(self._trainer.load.remote(str(Path(path).resolve())), "load")
         self.publish_weights()
 
+    def _push(self, job: Any) -> Any:
+        return self._get(self._trainer.push_weights.remote(job), f"weight push ({job.mode})")
+
     def publish_weights(self) -> None:
-        """Send the trainer's current weights to every rollout worker."""
-        if self.sglang_url:
+        """Send the trainer's current weights to the rollout side (each server once)."""
+        self.publishes += 1
+        if self.fleet is not None:
+            self.fleet.publish(str(self.publishes), self._push)
+            return
+        state_ref = self._trainer.state_dict.remote()
+        if self._get(state_ref, "read trainer weights") is None:
+            # Disk fallback: the inner backend's own checkpoint, loaded by every worker.
             target = self._own_dir / "published"
-            tmp = self._own_dir / "published.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            self._get(self._trainer.save_hf.remote(str(tmp)), "write weights for SGLang")
             shutil.rmtree(target, ignore_errors=True)
-            os.replace(tmp, target)
-            self._published_dir = str(target)
+            self._get(self._trainer.save.remote(str(target)), "weight checkpoint")
+            self._published, self._published_dir = None, str(target)
         else:
-            state_ref = self._trainer.state_dict.remote()
-            if self._get(state_ref, "read trainer weights") is None:
-                # Disk fallback: the inner backend's own checkpoint, loaded by every worker.
-                target = self._own_dir / "published"
-                shutil.rmtree(target, ignore_errors=True)
-                self._get(self._trainer.save.remote(str(target)), "weight checkpoint")
-                self._published, self._published_dir = None, str(target)
-            else:
-                self._published, self._published_dir = state_ref, None
+            self._published, self._published_dir = state_ref, None
         self._push_weights(None)
 
     def _push_weights(self, actors: list[Any] | None) -> None:
-        if self.sglang_url:
-            method, arg = "update_from_disk", self._published_dir
-        elif self._published is not None:
+        if self._published is not None:
             method, arg = "set_weights", self._published
         elif self._published_dir is not None:
             method, arg = "load", self._published_dir
@@ -356,7 +337,9 @@ class RayBackend:
                 self._get(getattr(actor, method).remote(arg), f"weight update ({method})")
 
     def close(self) -> None:
-        """Kill the actors and free the placement group (the Ray session stays up)."""
+        """Stop the servers, kill the actors, free the placement group (Ray stays up)."""
+        if self.fleet is not None:
+            self.fleet.close()
         for actor in [self._trainer, *self._rollout]:
             try:
                 ray.kill(actor)
@@ -367,6 +350,19 @@ class RayBackend:
         except RayError:
             pass
         shutil.rmtree(self._own_dir, ignore_errors=True)
+
+
+def alive_nodes() -> list[Any]:
+    """The alive nodes' GPU and CPU counts, for the placement's fit check."""
+    from spade_train.backends.placement import NodeResources
+
+    out = []
+    for n in ray.nodes():
+        if n.get("Alive"):
+            res = n.get("Resources", {})
+            node = str(n.get("NodeID", "?"))[:12]
+            out.append(NodeResources(node, res.get("GPU", 0.0), res.get("CPU", 0.0)))
+    return out
 
 
 from spade_train.backends.ray_sandbox import RaySandboxPool  # noqa: E402,F401  (re-exported)
