@@ -156,6 +156,8 @@ def build_model(hf_config: Any, parallel: ParallelSettings, dtype: torch.dtype, 
         masked_softmax_fusion=False,
         persist_layer_norm=False,
     )
+    if shape.num_experts:  # all-to-all on GPUs (megatron-core's needs CUDA streams)
+        kw["moe_token_dispatcher_type"] = "alltoall" if device == "cuda" else "allgather"
     if recompute:  # the whole layer's activations are recomputed in the backward pass
         kw.update(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=1)
     model = GPTModel(

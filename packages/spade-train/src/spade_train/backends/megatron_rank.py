@@ -8,7 +8,8 @@ with the same options, normalised by the whole batch's trained tokens):
   data-parallel ranks, each cutting its share into micro-batches of ``micro_batch_size`` rows
   and at most ``micro_batch_tokens`` padded tokens. Ranks with fewer micro-batches run empty
   ones (a forward and backward with no trained token), so every rank runs the same number of
-  forward passes (expert parallelism exchanges tokens inside each);
+  forward passes of the same shapes under expert parallelism (which exchanges tokens inside
+  each forward);
 * log-probs and entropies come from the vocabulary-parallel logits
   (:func:`~spade_train.backends.megatron_model.vocab_parallel_logprobs`); with ``kl_coef`` a
   frozen copy of the initial weights (the reference) gives the reference log-probs, and
@@ -165,13 +166,18 @@ class MegatronRank:
         return out
 
     # -- training -------------------------------------------------------------------------------
-    def _batch(self, part: Sequence[TrainSample]) -> tuple[torch.Tensor, ...]:
-        """Right-padded ids, loss mask, rollout log-probs and advantages (rows cut to their last
-        ``max_seq_len`` tokens); an empty part is one row of padding with nothing trained."""
-        seqs = [s.input_ids[-self.max_seq_len :] for s in part] or [[self.pad_id] * 2]
-        width = -(-max(len(q) for q in seqs) // self.pad_to) * self.pad_to
-        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
-        mask, old = torch.zeros(len(seqs), width), torch.zeros(len(seqs), width)
+    def _width(self, part: Sequence[TrainSample]) -> int:
+        longest = max([min(len(s.input_ids), self.max_seq_len) for s in part] or [2])
+        return -(-longest // self.pad_to) * self.pad_to
+
+    def _batch(
+        self, part: Sequence[TrainSample], rows: int, width: int
+    ) -> tuple[torch.Tensor, ...]:
+        """Ids, loss mask, rollout log-probs and advantages, right-padded to ``rows x width``
+        (rows cut to their last ``max_seq_len`` tokens; padding rows train nothing)."""
+        seqs = [s.input_ids[-self.max_seq_len :] for s in part]
+        ids = torch.full((rows, width), self.pad_id, dtype=torch.long)
+        mask, old = torch.zeros(rows, width), torch.zeros(rows, width)
         for row, (s, q) in enumerate(zip(part, seqs, strict=False)):
             cut = len(s.input_ids) - len(q)
             mask[row, : len(q)] = torch.tensor(s.loss_mask[cut:], dtype=torch.float)
@@ -179,11 +185,13 @@ class MegatronRank:
         for row, q in enumerate(seqs):
             ids[row, : len(q)] = torch.tensor(q)
         mask[:, 0] = 0
-        adv = torch.tensor([s.advantage for s in part] or [0.0])
+        adv = torch.zeros(rows)
+        adv[: len(part)] = torch.tensor([s.advantage for s in part])
         return tuple(t.to(self.device) for t in (ids, mask, old, adv))
 
-    def _micro_step(self, part: Sequence[TrainSample], normalizer: float) -> tuple[float, dict]:
-        ids, mask, old, adv = self._batch(part)
+    def _micro_step(self, part: Sequence[TrainSample], shape: tuple[int, int],
+                    normalizer: float) -> tuple[float, dict]:  # fmt: skip
+        ids, mask, old, adv = self._batch(part, *shape)
         logp, entropy = self._logprobs(self.model, ids)
         ref = None
         if self.ref is not None:
@@ -204,14 +212,23 @@ class MegatronRank:
         metrics["tokens"] = float(mask.sum())
         return float(loss.detach()), metrics
 
-    def _my_parts(self, trained: list[TrainSample]) -> list[list[TrainSample]]:
+    def _my_parts(self, trained: list[TrainSample]) -> list[tuple[list[TrainSample], tuple]]:
+        """This data-parallel rank's micro-batches with their ``(rows, width)``. Every rank runs
+        as many (empty ones added); under expert parallelism the i-th micro-batch of every rank
+        has one shape (megatron-core's all-gather token dispatcher needs equal shapes)."""
         from megatron.core import parallel_state
 
         dp, me = self.layout.dp, parallel_state.get_data_parallel_rank()
         cut = [micro_batches(trained[r::dp], self.micro_batch_size, self.micro_batch_tokens,
                              self.max_seq_len) for r in range(dp)]  # fmt: skip
         most = max(1, *(len(c) for c in cut))
-        return cut[me] + [[] for _ in range(most - len(cut[me]))]
+        cut = [c + [[] for _ in range(most - len(c))] for c in cut]
+        if self.layout.parallel.ep > 1:
+            shapes = [(max(1, *(len(c[i]) for c in cut)), max(self._width(c[i]) for c in cut))
+                      for i in range(most)]  # fmt: skip
+        else:
+            shapes = [(max(1, len(p)), self._width(p)) for p in cut[me]]
+        return list(zip(cut[me], shapes, strict=True))
 
     def train_step(self, samples: Sequence[TrainSample]) -> dict[str, float]:
         if not samples:
@@ -228,8 +245,8 @@ class MegatronRank:
         for m in self.main:
             m.grad = torch.zeros_like(m)
         sums = torch.zeros(1 + len(_SUMMED), dtype=torch.float64)
-        for part in self._my_parts(trained):
-            loss, metrics = self._micro_step(part, max(1.0, total))
+        for part, shape in self._my_parts(trained):
+            loss, metrics = self._micro_step(part, shape, max(1.0, total))
             w = metrics["tokens"] / weight_base
             sums += torch.tensor([loss, *(metrics.get(k, 0.0) * w for k in _SUMMED)],
                                  dtype=torch.float64)  # fmt: skip
