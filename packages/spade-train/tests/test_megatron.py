@@ -459,3 +459,41 @@ def test_bad_options_are_one_line_errors(dense_dir, tmp_path):
     (empty / "model.safetensors").unlink()
     with pytest.raises(BackendError, match="no model.safetensors"):
         MegatronBackend(model=str(empty), device="cpu")
+
+
+def test_vocab_parallel_logprobs_and_their_gradients_equal_log_softmax(mega):
+    from spade_train.backends.megatron_model import vocab_parallel_logprobs
+
+    g = torch.Generator().manual_seed(0)
+    logits = (3 * torch.randn(2, 5, 96, generator=g)).requires_grad_(True)
+    targets = torch.randint(0, 96, (2, 5), generator=g)
+    w1, w2 = torch.randn(2, 5, generator=g), torch.randn(2, 5, generator=g)
+    logp, ent = vocab_parallel_logprobs(logits, targets)
+    (w1 * logp + w2 * ent).sum().backward()
+    ref = logits.detach().clone().requires_grad_(True)
+    lp_all = torch.log_softmax(ref, -1)
+    want_logp = lp_all.gather(-1, targets[..., None])[..., 0]
+    want_ent = -(lp_all.exp() * lp_all).sum(-1)
+    (w1 * want_logp + w2 * want_ent).sum().backward()
+    assert torch.allclose(logp, want_logp, atol=1e-5) and torch.allclose(ent, want_ent, atol=1e-5)
+    assert torch.allclose(logits.grad, ref.grad, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_the_update_equals_the_local_backends_on_cuda(dense_dir):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU: the CPU tests above cover the same update")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    opts = dict(lr=1e-2, kl_coef=0.05, tis_clip=2.0, micro_batch_size=2, seed=0)
+    local = make_backend("local", model=str(dense_dir), device="cuda", dtype="float32", **opts)
+    mega = MegatronBackend(model=str(dense_dir), device="cuda", dtype="float32", **opts)
+    try:
+        for _ in range(2):
+            a, b = local.train_step(batch()), mega.train_step(batch())
+            print(f"cuda: loss {a['loss']:.8f} / {b['loss']:.8f}, "
+                  f"grad norm {a['grad_norm']:.8f} / {b['grad_norm']:.8f}")  # fmt: skip
+            assert b["loss"] == pytest.approx(a["loss"], rel=1e-4, abs=1e-6)
+            assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-4)
+    finally:
+        mega.close()
+        local.close()

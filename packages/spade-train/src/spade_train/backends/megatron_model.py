@@ -172,42 +172,60 @@ def build_model(hf_config: Any, parallel: ParallelSettings, dtype: torch.dtype, 
     return model.to(device)
 
 
+class _VocabParallelLogProbs(torch.autograd.Function):
+    """Log-prob of each target and the entropy from vocabulary-parallel logits. Saves only the
+    logits (in their own dtype) and two numbers per token; the backward rebuilds the softmax:
+    d logp_t / d z_k = [k = t] - p_k and d H / d z_k = -p_k (log p_k + H)."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, targets: torch.Tensor, group: Any,
+                first: int) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        z = logits.float()
+        top = z.max(-1).values
+        if group is not None:
+            torch.distributed.all_reduce(top, op=torch.distributed.ReduceOp.MAX, group=group)
+        shifted = z - top.unsqueeze(-1)
+        exp = shifted.exp()
+        local = targets - first
+        mine = (local >= 0) & (local < z.shape[-1])
+        picked = shifted.gather(-1, local.clamp(0, z.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
+        sums = torch.stack([exp.sum(-1), (exp * shifted).sum(-1), picked * mine], -1)
+        del z, shifted, exp
+        if group is not None:
+            torch.distributed.all_reduce(sums, group=group)
+        total, weighted, target = sums.unbind(-1)
+        log_total = total.log()
+        logp, entropy = target - log_total, log_total - weighted / total
+        ctx.save_for_backward(logits, local, mine, top + log_total, entropy)
+        return logp, entropy
+
+    @staticmethod
+    def backward(ctx: Any, g_logp: torch.Tensor, g_entropy: torch.Tensor) -> tuple:  # type: ignore[override]
+        logits, local, mine, lse, entropy = ctx.saved_tensors
+        log_p = logits.float() - lse.unsqueeze(-1)
+        grad = log_p.exp()
+        grad *= -(g_logp.unsqueeze(-1) + g_entropy.unsqueeze(-1) * (log_p + entropy.unsqueeze(-1)))
+        index = local.clamp(0, logits.shape[-1] - 1).unsqueeze(-1)
+        grad.scatter_add_(-1, index, (g_logp * mine).unsqueeze(-1))
+        return grad.to(logits.dtype), None, None, None
+
+
 def vocab_parallel_logprobs(
     logits: torch.Tensor, targets: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log-prob of each target, entropy)`` from ``logits`` ``[..., V / tp]``, this rank's
-    slice of the vocabulary (rank r holds ids ``[r V/tp, (r+1) V/tp)``), in float32.
+    """``(log-prob of each target, entropy)`` in float32 from ``logits`` ``[..., V / tp]``, this
+    rank's slice of the vocabulary (rank r holds ids ``[r V/tp, (r+1) V/tp)``).
 
-    The sums over the vocabulary are all-reduced across the tensor-parallel group with an
-    identity backward (``reduce_from_tensor_model_parallel_region``): every rank computes the
-    same loss from them, so each rank's share gets the full gradient of its slice."""
+    The per-token sums over the vocabulary are all-reduced across the tensor-parallel group;
+    every rank then computes the same loss from them, so each rank's slice gets its own part of
+    the gradient with no communication in the backward pass."""
     from megatron.core import parallel_state
-    from megatron.core.tensor_parallel.mappings import reduce_from_tensor_model_parallel_region
 
     tp = parallel_state.get_tensor_model_parallel_world_size()
-    logits = logits.float()
-    with torch.no_grad():
-        top = logits.max(-1, keepdim=True).values
-        if tp > 1:
-            torch.distributed.all_reduce(
-                top,
-                op=torch.distributed.ReduceOp.MAX,
-                group=parallel_state.get_tensor_model_parallel_group(),
-            )
-    shifted = logits - top
-    exp = shifted.exp()
-    width = logits.shape[-1]
-    first = parallel_state.get_tensor_model_parallel_rank() * width
-    local = targets - first
-    mine = (local >= 0) & (local < width)
-    picked = shifted.gather(-1, local.clamp(0, width - 1).unsqueeze(-1)).squeeze(-1)
-    picked = torch.where(mine, picked, torch.zeros_like(picked))
-    sums = torch.stack([exp.sum(-1), (exp * shifted).sum(-1), picked], -1)
-    if tp > 1:
-        sums = reduce_from_tensor_model_parallel_region(sums)
-    total, weighted, target = sums.unbind(-1)
-    log_total = total.log()
-    return target - log_total, log_total - weighted / total
+    group = parallel_state.get_tensor_model_parallel_group() if tp > 1 else None
+    first = parallel_state.get_tensor_model_parallel_rank() * logits.shape[-1]
+    logp, entropy = _VocabParallelLogProbs.apply(logits, targets, group, first)
+    return logp, entropy
 
 
 def full_logits(logits: torch.Tensor) -> torch.Tensor:

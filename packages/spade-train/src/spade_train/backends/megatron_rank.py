@@ -101,7 +101,7 @@ class MegatronRank:
             self.ref = build_model(self.hf_config, par, self.dtype, device, False)
             load_hf(self.ref, hf, self.shape)
             self.ref.eval().requires_grad_(False)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
+        self.params: list[torch.Tensor] = [p for p in self.model.parameters() if p.requires_grad]
         self.names = [n for n, p in self.model.named_parameters() if p.requires_grad]
         if self.dtype == torch.float32:
             self.main = self.params
@@ -136,7 +136,10 @@ class MegatronRank:
 
         env = {k: os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE",
                                                "LOCAL_RANK", "LOCAL_WORLD_SIZE")}  # fmt: skip
+        from megatron.core import __version__ as version
+
         return {"env": env, "backend": dist.get_backend(), "dtype": str(self.dtype),
+                "megatron_core": version,
                 "tp": (ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()),
                 "dp": (ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()),
                 "ep": (ps.get_expert_model_parallel_rank(), ps.get_expert_model_parallel_world_size()),
@@ -287,7 +290,9 @@ class MegatronRank:
         from megatron.core import parallel_state as ps
         from megatron.core.tensor_parallel import param_is_not_tensor_parallel_duplicate
 
-        dense, expert, tp_shared = [], [], []
+        dense: list[torch.Tensor | None] = []
+        expert: list[torch.Tensor | None] = []
+        tp_shared: list[torch.Tensor | None] = []
         for name, p, m in zip(self.names, self.params, self.main, strict=True):
             (expert if "local_experts" in name else dense).append(m.grad)
             if ("q_layernorm" in name or "k_layernorm" in name) or (

@@ -286,8 +286,8 @@ class RayRanks:
             bundle_indices = list(range(self.world_size))
         self._get(placement_group.ready(), "placement group")
         indices = list(bundle_indices or range(self.world_size))
-        actor = ray.remote(_RankActor)
-        self.actors = [
+        actor: Any = ray.remote(_RankActor)
+        self.actors: list[Any] = [
             actor.options(
                 num_cpus=cpus_per_rank,
                 num_gpus=gpu.get("GPU", 0.0),
