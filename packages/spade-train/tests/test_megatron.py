@@ -271,6 +271,13 @@ def test_hf_to_megatron_to_hf_is_exact_in_buckets(mega, dense_dir):
     _same(_exported(mega), want)
 
 
+def test_push_hands_the_same_buckets_to_a_sink_in_the_rank(mega, dense_dir):
+    got: list[list[str]] = []
+    n = mega.push_hf_buckets(lambda bucket: got.append([k for k, _ in bucket]), 8192)
+    assert got == [[k for k, _ in b] for b in mega.export_hf_buckets(8192)]
+    assert n == sum(map(len, got)) == len(HFCheckpoint(dense_dir))
+
+
 def test_save_hf_writes_a_checkpoint_transformers_loads(mega, dense_dir, tmp_path):
     mega.save_hf(tmp_path / "hf", bucket_bytes=8192)
     index = json.loads((tmp_path / "hf/model.safetensors.index.json").read_text())
@@ -376,11 +383,12 @@ def test_bfloat16_trains_with_float32_master_weights(dense_dir):
         mega.close()
 
 
-def test_weight_decay_spares_norms(dense_dir):
-    mega = MegatronBackend(model=str(dense_dir), device="cpu", weight_decay=0.1)
+def test_weight_decay_spares_norms_and_betas_are_honoured(dense_dir):
+    mega = MegatronBackend(model=str(dense_dir), device="cpu", weight_decay=0.1, betas=(0.9, 0.98))
     try:
         groups = mega.rank0.opt.param_groups
         assert [g["weight_decay"] for g in groups] == [0.1, 0.0]
+        assert {g["betas"] for g in groups} == {(0.9, 0.98)}
         assert all(p.dim() == 1 for p in groups[1]["params"]) and groups[1]["params"]
     finally:
         mega.close()

@@ -89,7 +89,7 @@ def test_free_port_can_be_bound():
 def ray_cluster():
     ray = pytest.importorskip("ray", reason="ray: pip install 'spade-train[ray]'")
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
@@ -105,6 +105,11 @@ def _run(backend: MegatronBackend, rows: list[list[int]]) -> dict:
         out["generate"] = [g.completion_ids for g in backend.generate(chats, greedy)]
         out["steps"] = [backend.train_step(batch()) for _ in range(2)]
         out["weights"] = {k: v for b in backend.export_hf_buckets(1 << 16) for k, v in b}
+
+        def sink(bucket: list) -> None:  # nested: pickled by value into the rank's process
+            assert os.environ["RANK"] == "0" and all(t.is_contiguous() for _, t in bucket)
+
+        out["pushed"] = backend.push_hf_buckets(sink, 1 << 16)
         return out
     finally:
         backend.close()
@@ -120,6 +125,7 @@ def _compare(world: dict, one: dict) -> None:
         assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-5)
         assert a["tokens"] == b["tokens"]
     assert sorted(world["weights"]) == sorted(one["weights"])
+    assert world["pushed"] == one["pushed"] == len(one["weights"])
     for k, v in one["weights"].items():
         diff = (world["weights"][k] - v).abs()
         assert float(diff.mean()) < 1e-6 and float(diff.max()) < 1e-4, k
@@ -163,3 +169,17 @@ def test_expert_parallel_over_two_data_parallel_ranks_equals_one(ray_cluster, tm
     experts = {k for k in two["weights"] if ".mlp.experts." in k}
     assert len(experts) == SMALL["num_hidden_layers"] * 4 * 3
     _compare(two, one)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_world_that_cannot_start_says_why_and_leaves_nothing(ray_cluster, tmp_path):
+    model = tiny_qwen3(tmp_path / "m")
+    (model / "model.safetensors").unlink()
+    with pytest.raises(BackendError) as info:
+        MegatronBackend(model=str(model), tensor_parallel=2, device="cpu")
+    message = str(info.value)
+    assert "\n" not in message and "start failed on a rank" in message
+    assert "no model.safetensors" in message
+    states = {v["state"] for v in ray_cluster.util.placement_group_table().values()}
+    assert "CREATED" not in states  # its placement group was removed

@@ -23,7 +23,7 @@ import inspect
 import json
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,18 @@ class MegatronBackend:
             if got is None:
                 return
             yield got
+
+    def push_hf_buckets(
+        self,
+        sink: Callable[[list[tuple[str, torch.Tensor]]], None],
+        bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+    ) -> int:
+        """The same buckets handed to ``sink`` inside rank 0's process, the tensors on its GPU
+        (no copy to the CPU or through Ray's object store): for an update over a process group
+        that rank 0 joins (SGLang's ``update_weights_from_distributed``). ``sink`` must pickle
+        (it travels to the rank); state it keeps between calls lives in that process. Returns
+        the number of tensors pushed."""
+        return int(self.ranks.call("push_buckets", sink, int(bucket_bytes))[0])
 
     def load_hf(self, path: str | Path) -> None:
         """Replace the weights with those of the HF checkpoint directory ``path`` (every rank

@@ -152,7 +152,9 @@ def build_model(hf_config: Any, parallel: ParallelSettings, dtype: torch.dtype, 
         # parameters (tensor_model_parallel, partition_dim) only in its initialisers
         perform_initialization=True,
         gradient_accumulation_fusion=False,
-        bias_activation_fusion=True,  # fused SwiGLU (megatron's jit kernel; same values)
+        # megatron-core's fused SwiGLU is torch.compile'd: a compile (and a C compiler) in every
+        # rank process and a recompile per new shape, for one elementwise kernel
+        bias_activation_fusion=False,
         masked_softmax_fusion=False,
         persist_layer_norm=False,
     )

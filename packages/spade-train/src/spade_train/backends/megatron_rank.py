@@ -79,7 +79,8 @@ class MegatronRank:
                  clip_eps_high: float | None = None, kl_coef: float = 0.0,
                  entropy_coef: float = 0.0, max_seq_len: int = 2048, gen_batch_size: int = 16,
                  gradient_checkpointing: bool = False, tis_clip: float | None = None,
-                 tis_clip_low: float = 0.0, seed: int = 0) -> None:  # fmt: skip
+                 tis_clip_low: float = 0.0, betas: Sequence[float] = (0.9, 0.999),
+                 seed: int = 0) -> None:  # fmt: skip
         from transformers import AutoConfig, AutoTokenizer
 
         init_rank(env, layout, device, seed)
@@ -111,7 +112,7 @@ class MegatronRank:
         rest = [m for m in self.main if m.dim() <= 1]
         self.opt = torch.optim.AdamW(
             [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
-            lr=lr, fused=device == "cuda",
+            lr=lr, betas=(float(betas[0]), float(betas[1])), fused=device == "cuda",
         )  # fmt: skip
         self.grad_clip, self.clip_eps, self.clip_eps_high = grad_clip, clip_eps, clip_eps_high
         self.kl_coef, self.entropy_coef = kl_coef, entropy_coef
@@ -370,6 +371,16 @@ class MegatronRank:
         if self._export is None:
             raise BackendError("export_next before export_begin")
         return next(self._export, None)
+
+    def push_buckets(self, sink: Any, bucket_bytes: int) -> int:
+        """Run ``sink(bucket)`` on rank 0 for every bucket, its tensors on this rank's device;
+        the number of tensors pushed (0 on other ranks)."""
+        pushed = 0
+        for bucket in hf_buckets(self.model, self.shape, bucket_bytes):
+            if bucket:
+                sink(bucket)
+                pushed += len(bucket)
+        return pushed
 
     def save_shard(self, path: str) -> None:
         torch.save({"model": {n: p.detach() for n, p in self.model.named_parameters()},

@@ -285,17 +285,31 @@ class RayRanks:
             self._own_pg = placement_group
             bundle_indices = list(range(self.world_size))
         self._get(placement_group.ready(), "placement group")
-        indices = list(bundle_indices or range(self.world_size))
+        slots = [PlacementGroupSchedulingStrategy(placement_group, i)
+                 for i in (bundle_indices or range(self.world_size))]  # fmt: skip
+        for attempt in (1, 2):
+            self.actors: list[Any] = self._spawn(slots, cpus_per_rank, gpu.get("GPU", 0.0))
+            try:
+                self._start(make)
+                return
+            except BackendError as exc:  # the free port was taken before the rendezvous
+                for a in self.actors:
+                    ray.kill(a)
+                if attempt == 2 or "address already in use" not in str(exc).lower():
+                    self.close()
+                    raise
+
+    def _spawn(self, slots: list[Any], cpus: float, gpus: float) -> list[Any]:
+        import ray
+
         actor: Any = ray.remote(_RankActor)
-        self.actors: list[Any] = [
-            actor.options(
-                num_cpus=cpus_per_rank,
-                num_gpus=gpu.get("GPU", 0.0),
-                scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group, i),
-                runtime_env={"env_vars": {"OMP_NUM_THREADS": str(max(1, int(cpus_per_rank)))}},
-            ).remote()
-            for i in indices
-        ]
+        threads = {"OMP_NUM_THREADS": str(max(1, int(cpus)))}
+        return [actor.options(num_cpus=cpus, num_gpus=gpus, scheduling_strategy=slot,
+                              runtime_env={"env_vars": threads}).remote()
+                for slot in slots]  # fmt: skip
+
+    def _start(self, make: Callable[[dict[str, str]], Any]) -> None:
+        """Ranks in node order, the rendezvous on a free port of rank 0's node."""
         where = self._get([a.where.remote() for a in self.actors], "where")
         order = rank_order([ip for ip, _ in where])
         by_rank = sorted(range(len(order)), key=lambda i: order[i][0])
@@ -336,5 +350,7 @@ class RayRanks:
             pass
         for a in self.actors:
             ray.kill(a)
+        self.actors = []
         if self._own_pg is not None:
             ray.util.remove_placement_group(self._own_pg)
+            self._own_pg = None

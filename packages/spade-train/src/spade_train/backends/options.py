@@ -110,6 +110,8 @@ class MegatronOptions(BackendOptions):
     sequence_parallel: bool = False
     world_size: int | None = Field(None, ge=1)
     """Ranks of the trainer's world, one GPU each; None: tensor x pipeline x expert parallel."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW's betas (upstream's launchers: ``--adam-beta2 0.98``)."""
 
     def plan(
         self, common: dict[str, Any], defaults: dict[str, Any], world_size: float | None = None
