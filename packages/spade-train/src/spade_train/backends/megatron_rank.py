@@ -81,24 +81,50 @@ class MegatronRank:
                  gradient_checkpointing: bool = False, tis_clip: float | None = None,
                  tis_clip_low: float = 0.0, betas: Sequence[float] = (0.9, 0.999),
                  seed: int = 0) -> None:  # fmt: skip
-        from transformers import AutoConfig, AutoTokenizer
-
-        init_rank(env, layout, device, seed)
         self.layout, self.device = layout, torch.device(device)
-        self.rank = int(env["RANK"])
+        self.rank, self.seed = int(env["RANK"]), seed
+        self.grad_clip, self.clip_eps, self.clip_eps_high = grad_clip, clip_eps, clip_eps_high
+        self.kl_coef, self.entropy_coef = kl_coef, entropy_coef
+        self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
+        self.micro_batch_size = max(1, micro_batch_size)
+        self.micro_batch_tokens = micro_batch_tokens
+        self.max_seq_len, self.gen_batch_size = max_seq_len, max(1, gen_batch_size)
+        self.pad_to = layout.parallel.tp if layout.parallel.sequence_parallel else 1
+        self.steps, self.truncated_prompts = 0, 0
+        self._export: Iterator[list[tuple[str, torch.Tensor]]] | None = None
         name = ("bfloat16" if device == "cuda" else "float32") if dtype == "auto" else dtype
         if name not in _DTYPES:
             raise BackendError(f"megatron backend: dtype {dtype!r}; use auto, {', '.join(_DTYPES)}")
         self.dtype = _DTYPES[name]
+        self._owns_world = init_rank(env, layout, device, seed)
+        try:
+            self._build(model, gradient_checkpointing)
+        except BaseException:
+            self.close()  # nothing left behind: groups, process group
+            raise
+        decay = [m for m in self.main if m.dim() > 1]
+        rest = [m for m in self.main if m.dim() <= 1]
+        self.opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
+            lr=lr, betas=(float(betas[0]), float(betas[1])), fused=device == "cuda",
+        )  # fmt: skip
+
+    def _build(self, model: str, recompute: bool) -> None:
+        """The model (and the reference copy under KL) from the HF directory ``model``."""
+        from transformers import AutoConfig, AutoTokenizer
+
         self.hf_config = AutoConfig.from_pretrained(model)
         self.shape = QwenShape.from_hf(self.hf_config)
         self.tokenizer = AutoTokenizer.from_pretrained(model)
-        par = layout.parallel
-        self.model = build_model(self.hf_config, par, self.dtype, device, gradient_checkpointing)
+        self.pad_id = self.tokenizer.pad_token_id
+        if self.pad_id is None:
+            self.pad_id = self.tokenizer.eos_token_id or 0
+        par, device = self.layout.parallel, self.device.type
+        self.model = build_model(self.hf_config, par, self.dtype, device, recompute)
         hf = HFCheckpoint(model)
         load_hf(self.model, hf, self.shape)
         self.ref = None
-        if kl_coef:
+        if self.kl_coef:
             self.ref = build_model(self.hf_config, par, self.dtype, device, False)
             load_hf(self.ref, hf, self.shape)
             self.ref.eval().requires_grad_(False)
@@ -108,26 +134,6 @@ class MegatronRank:
             self.main = self.params
         else:
             self.main = [p.detach().float().clone().requires_grad_(True) for p in self.params]
-        decay = [m for m in self.main if m.dim() > 1]
-        rest = [m for m in self.main if m.dim() <= 1]
-        self.opt = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}],
-            lr=lr, betas=(float(betas[0]), float(betas[1])), fused=device == "cuda",
-        )  # fmt: skip
-        self.grad_clip, self.clip_eps, self.clip_eps_high = grad_clip, clip_eps, clip_eps_high
-        self.kl_coef, self.entropy_coef = kl_coef, entropy_coef
-        self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
-        self.micro_batch_size, self.micro_batch_tokens = (
-            max(1, micro_batch_size),
-            micro_batch_tokens,
-        )
-        self.max_seq_len, self.gen_batch_size = max_seq_len, max(1, gen_batch_size)
-        self.pad_to = par.tp if par.sequence_parallel else 1
-        self.pad_id = self.tokenizer.pad_token_id
-        if self.pad_id is None:
-            self.pad_id = self.tokenizer.eos_token_id or 0
-        self.steps, self.truncated_prompts, self.seed = 0, 0, seed
-        self._export: Iterator[list[tuple[str, torch.Tensor]]] | None = None
 
     def describe(self) -> dict[str, Any]:
         """This rank's place in the world: its environment and megatron-core's groups."""
@@ -403,11 +409,16 @@ class MegatronRank:
         torch.set_rng_state(state["rng"].cpu())
 
     def close(self) -> None:
+        """Release megatron-core's groups and, when this rank started it, the process group
+        (each holds sockets: worlds made one after another in a process must not pile up)."""
         from megatron.core import parallel_state
 
         self._export = None
         if parallel_state.model_parallel_is_initialized():
             parallel_state.destroy_model_parallel()
+        if self._owns_world and dist.is_initialized():
+            dist.destroy_process_group()
+            self._owns_world = False
 
 
 def _all_reduce(grads: list[torch.Tensor | None], group: Any) -> None:

@@ -150,8 +150,9 @@ def import_megatron() -> None:
             raise BackendError(f"megatron-core is not importable ({exc}); {INSTALL_HINT}") from None
 
 
-def init_rank(env: Mapping[str, str], layout: WorldLayout, device: str, seed: int) -> None:
-    """Start this rank: ``torch.distributed`` and megatron-core's parallel groups."""
+def init_rank(env: Mapping[str, str], layout: WorldLayout, device: str, seed: int) -> bool:
+    """Start this rank: ``torch.distributed`` and megatron-core's parallel groups. True when
+    this call started the process group (the caller then destroys it when done)."""
     import torch.distributed as dist
 
     import_megatron()
@@ -170,7 +171,8 @@ def init_rank(env: Mapping[str, str], layout: WorldLayout, device: str, seed: in
     else:
         local = int(env["LOCAL_RANK"]) if torch.cuda.device_count() > 1 else 0
         torch.cuda.set_device(local)
-    if not dist.is_initialized():
+    started = not dist.is_initialized()
+    if started:
         dist.init_process_group(
             "nccl" if device == "cuda" else "gloo",
             rank=int(env["RANK"]),
@@ -191,6 +193,7 @@ def init_rank(env: Mapping[str, str], layout: WorldLayout, device: str, seed: in
         tensor_parallel.model_parallel_cuda_manual_seed(seed)
     else:
         seed_cpu_rng_tracker(seed)
+    return started
 
 
 class RankGroup(Protocol):
