@@ -369,10 +369,11 @@ def render_page(results: dict[str, Any], pytest_logs: list[str]) -> str:
     env = results.get("environment", {})
     versions = ", ".join(f"{k} {v or 'not installed'}" for k, v in env.items()
                          if k not in ("gpu", "cuda"))  # fmt: skip
-    out = [f"# GPU check, {results.get('date')}", "",
-           f"Device: {env.get('gpu') or results.get('device')} (CUDA {env.get('cuda')}); {versions}.",
-           "Command: `bash scripts/gpu-check.sh` (its `gpu-check.json` is the source of every "
-           "number here).", ""]  # fmt: skip
+    device = env.get("gpu") or results.get("device")
+    out = [f"# {results.get('date')} — The GPU check on {device}", "",
+           f"Device: {device} (CUDA {env.get('cuda')}); {versions}.",
+           "Command: `bash scripts/gpu-check.sh` ([running at scale](../scale.md#the-gpu-check-"
+           "scriptsgpu-checksh)); its `gpu-check.json` is the source of every number here.", ""]  # fmt: skip
     sections = (("megatron_vs_local", "Megatron update against the local backend (KL, TIS)",
                  _megatron_rows), ("throughput", "Update throughput", _throughput_rows))  # fmt: skip
     for key, title, rows in sections:

@@ -103,9 +103,8 @@ def test_the_megatron_parts_pass_on_the_cpu(cpu_results):
 @pytest.mark.timeout(600)
 def test_the_page_is_written_from_the_results(cpu_results, tmp_path):
     page = (cpu_results / "page.md").read_text()
-    assert page.startswith(
-        f"# GPU check, {json.loads((cpu_results / 'r.json').read_text())['date']}"
-    )
+    date = json.loads((cpu_results / "r.json").read_text())["date"]
+    assert page.startswith(f"# {date} — The GPU check on cpu\n")  # docs/results' page format
     assert "## Megatron update against the local backend (KL, TIS): ok" in page
     assert page.count("\n| 0.05 | 2 |") == 2 and "## weight_export: ok" in page
     log = tmp_path / "pytest.log"
