@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# The device check of the GPU path, on a CUDA machine, from the repository root:
+# The device check of the GPU path, on a CUDA machine, from the repository root (at most about
+# 9.5 minutes: every step below has its own timeout):
 #   bash scripts/gpu-check.sh [OUT_DIR]          (default: $OUT, else gpu-check-out)
 # It needs no network. The packages the machine's Python lacks come from wheels in .whl/
 # (installed into a fresh target directory, nothing else touched), a bubblewrap .deb there
-# is unpacked beside them, and this tree's five packages are used from their sources (their
-# wheels, from `uv build --all-packages -o .whl`, give the metadata). On the H200 image that was:
+# is unpacked beside them, and this tree's five packages are used from their sources. On the
+# H200 image of 2026-12-04 (Python 3.12, torch 2.11, transformers 5.17) that was:
 # megatron-core, pydantic, pydantic-core, annotated-types, typing-inspection, gymnasium,
 # farama-notifications, datasketch, dill, zstandard, truststore (pip download --no-deps
 # --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl NAME==VER).
-# It writes to OUT_DIR: gpu-check.json (scripts/gpu_check.py: SGLang generation and weight
-# update, Megatron-core against the local backend, two loop cycles, tokens/s), its log, and
-# the logs of the `-m gpu` tests and of the local backend's tests run on CUDA.
+# It writes to OUT_DIR: gpu-check.json and its log (scripts/gpu_check.py: Megatron against the
+# local backend with KL and TIS, the weight export both ways, update throughput, two loop
+# cycles, SGLang where installed), the logs of the `-m gpu` tests and of the local backend's
+# tests on CUDA, and the dated page DATE-gpu-check.md, also copied to docs/results/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-check-out}}
@@ -34,18 +36,25 @@ export SPADE_CACHE="${SPADE_CACHE:-$site/cache}" PYTHONUNBUFFERED=1 TOKENIZERS_P
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.txt"
 rc=0
-parts=${GPU_CHECK_PARTS:-sglang,megatron_vs_local,loop,throughput}
-timeout 250 $py scripts/gpu_check.py --parts "$parts" --out "$out/gpu-check.json" >"$out/gpu-check.log" 2>&1 \
-  || rc=1
-tail -n 60 "$out/gpu-check.log"
-cd packages/spade-train
-# -m gpu: the tests that need a GPU; then the local backend's own tests, which pick CUDA (in
-# bfloat16) when one is visible (device "auto"). The loop on CUDA is gpu_check.py's part 4.
-timeout 100 $py -m pytest -p no:cacheprovider -q -rs -m gpu tests/test_megatron.py \
-  tests/test_sglang.py 2>&1 | tee "$out/pytest-gpu.log" | tail -n 25
-[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-timeout 200 $py -m pytest -p no:cacheprovider -q -rs --tb=line tests/test_local_backend.py \
-  tests/test_kv_reuse.py tests/test_kv_cache.py tests/test_shared_prefill.py \
-  tests/test_top_p.py tests/test_train_parts.py tests/test_loss.py tests/test_learning.py 2>&1 | tee "$out/pytest-cuda.log" | tail -n 40
-[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+parts=${GPU_CHECK_PARTS:-megatron_vs_local,weight_export,throughput,loop,sglang}
+timeout 320 $py scripts/gpu_check.py --parts "$parts" --out "$out/gpu-check.json" \
+  >"$out/gpu-check.log" 2>&1 || rc=1
+grep '^== ' "$out/gpu-check.log"
+tail -n 30 "$out/gpu-check.log"
+(
+  cd packages/spade-train
+  # -m gpu: the tests that need a GPU; then the local backend's own tests, which pick CUDA (in
+  # bfloat16) when one is visible (device "auto").
+  timeout 80 $py -m pytest -p no:cacheprovider -q -rs -m gpu tests/test_megatron.py \
+    tests/test_sglang.py 2>&1 | tee "$out/pytest-gpu.log" | tail -n 15
+  [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+  timeout 110 $py -m pytest -p no:cacheprovider -q -rs --tb=line tests/test_local_backend.py \
+    tests/test_kv_cache.py tests/test_top_p.py tests/test_train_parts.py tests/test_loss.py \
+    2>&1 | tee "$out/pytest-cuda.log" | tail -n 15
+  [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
+) || rc=1
+page="$out/$(date +%F)-gpu-check.md"
+timeout 30 $py scripts/gpu_check.py --from "$out/gpu-check.json" --page "$page" \
+  --pytest-log "$out/pytest-gpu.log" --pytest-log "$out/pytest-cuda.log" || rc=1
+mkdir -p docs/results && cp "$page" docs/results/ && echo "page: $page (copied to docs/results/)"
 exit $rc

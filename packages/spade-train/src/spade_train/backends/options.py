@@ -97,35 +97,47 @@ class LocalOptions(BackendOptions):
 
 
 class MegatronOptions(BackendOptions):
-    """Megatron-core ``GPTModel`` training of a Qwen3 HF checkpoint (CUDA only)."""
+    """Megatron-core ``GPTModel`` training of a Qwen3 HF checkpoint (GPUs; CPU for small
+    models). Its world is ``world_layout`` of these options: the plan is what the launch builds."""
 
     # The Megatron trainer's declared support: a shared key joins this set once the trainer
     # applies it (and a test shows it does); until then a recipe that sets it fails
-    # `spade train` with one line naming the key.
-    COMMON: ClassVar[frozenset[str]] = frozenset(
-        {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high"}
-    )
+    # `spade train` with one line naming the key. All but LoRA (tests/test_megatron.py).
+    COMMON: ClassVar[frozenset[str]] = ALL_COMMON - {"lora"}
     tensor_parallel: int = Field(1, ge=1)
     pipeline_parallel: int = Field(1, ge=1)
     expert_parallel: int = Field(1, ge=1)
     sequence_parallel: bool = False
+    world_size: int | None = Field(None, ge=1)
+    """Ranks of the trainer's world, one GPU each; None: tensor x pipeline x expert parallel."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW's betas (upstream's launchers: ``--adam-beta2 0.98``)."""
 
     def plan(
-        self, common: dict[str, Any], defaults: dict[str, Any], world_size: int = 1
+        self, common: dict[str, Any], defaults: dict[str, Any], world_size: float | None = None
     ) -> dict[str, Any]:
-        from spade_train.backends.megatron import ParallelSettings
+        """``world_size`` here: the GPUs a placement gives the trainer, when the caller knows
+        (shown beside the world, which comes from these options alone, as at launch)."""
+        from spade_train.backends.megatron_world import world_layout
 
-        par = ParallelSettings.from_options(self.model_dump(), world_size)
+        layout = world_layout(self.model_dump())
+        given = {} if world_size is None else {"trainer_gpus_given": world_size}
         return {
             **super().plan(common, defaults),
             "model": common.get("model"),
-            "world_size": world_size,
-            "parallel": {
-                "tp": par.tp,
-                "pp": par.pp,
-                "ep": par.ep,
-                "dp": world_size // (par.tp * par.pp),
-            },
+            **layout.plan(),
+            **given,
+            "dtype": common.get("dtype", "auto"),
+            "micro_batch": {
+                "rows": common.get("micro_batch_size"),
+                "tokens": common.get("micro_batch_tokens"),
+            },  # fmt: skip
+            "recompute": "full layers" if common.get("gradient_checkpointing") else "off",
+            "loss": {
+                "kl_coef": common.get("kl_coef", 0.0),
+                "tis_clip": common.get("tis_clip"),
+                "reference_model": bool(common.get("kl_coef")),
+            },  # fmt: skip
         }
 
 
