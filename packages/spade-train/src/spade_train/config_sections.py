@@ -9,9 +9,10 @@ from typing import Any, Literal
 import spade_envs as se
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from spade_train.backends.base import backend_spec
-from spade_train.backends.options import BackendOptions, RayOptions, ignored_fields
-from spade_train.errors import BackendError
+from spade_train.backends.options import BackendOptions, ignored_fields
+from spade_train.backends.ray_options import RayOptions
+from spade_train.backends.registry import backend_spec
+from spade_train.errors import RegistryError
 from spade_train.types import SamplingParams
 
 DEFAULT_GENERATORS = (
@@ -94,7 +95,7 @@ class BackendConfig(_Strict):
         """``options`` as the backend's typed model; ValueError naming the key otherwise."""
         try:
             spec = backend_spec(self.name)
-        except BackendError as exc:
+        except RegistryError as exc:
             raise ValueError(f"name: {exc}") from None
         try:
             typed = spec.options.model_validate(self.options)
@@ -103,7 +104,7 @@ class BackendConfig(_Strict):
                     typed.inner_model()
                 except ValidationError as exc:
                     raise _nested(exc, "options.inner_options", typed.inner) from None
-        except BackendError as exc:
+        except RegistryError as exc:
             raise ValueError(f"options.inner: {exc}") from None
         except ValidationError as exc:
             raise _nested(exc, "options", self.name) from None
@@ -429,13 +430,10 @@ class RewardConfig(_Strict):
     @field_validator("designer")
     @classmethod
     def _designer(cls, v: str) -> str:
-        from spade_train.core.rewards import designer_reward_names
+        from spade_train.core.rewards import DESIGNER_REWARDS
 
-        names = designer_reward_names()
-        if v not in names:
-            near = difflib.get_close_matches(v, names, n=1)
-            tip = f" (did you mean {near[0]}?)" if near else ""
-            raise ValueError(f"unknown designer reward {v!r}{tip}; allowed: {', '.join(names)}")
+        if v not in DESIGNER_REWARDS:
+            raise ValueError(str(DESIGNER_REWARDS.unknown(v)))
         return v
 
     @field_validator("reason_penalties")
@@ -470,9 +468,10 @@ class RewardConfig(_Strict):
 class AdvantageConfig(_Strict):
     """Agent and designer advantages (``spade_train.core.advantages``)."""
 
-    agent: Literal["grpo", "ema-baseline"] = "grpo"
-    """grpo: per-game z-score of the returns (the paper launchers); ema-baseline: return minus
-    an exponential average of the game's past mean returns (upstream's default)."""
+    agent: str = "grpo"
+    """A registered agent advantage estimator (``spade_train.core.advantages.AGENT_ADVANTAGES``):
+    grpo: per-game z-score of the returns (the paper launchers); ema-baseline: return minus an
+    exponential average of the game's past mean returns (upstream's default)."""
     game_baseline_decay: float = Field(0.5, gt=0.0, lt=1.0)
     role_normalization: bool = True
     group_std_norm: bool = True
@@ -481,6 +480,15 @@ class AdvantageConfig(_Strict):
     """Train nothing of episodes cut off by the turn limit (loss mask zeroed)."""
     mask_malformed_tool_calls: bool = False
     """Train nothing of a tool-use reply that tried a call but could not be parsed."""
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, v: str) -> str:
+        from spade_train.core.advantages import AGENT_ADVANTAGES
+
+        if v not in AGENT_ADVANTAGES:
+            raise ValueError(str(AGENT_ADVANTAGES.unknown(v)))
+        return v
 
 
 class PoolConfig(_Strict):

@@ -30,7 +30,8 @@ import spade_corpus as sc
 import spade_envs as se
 import spade_sandbox as ss
 
-from spade_train.backends.base import PolicyBackend, make_backend, submit_train_step
+from spade_train.backends.base import PolicyBackend, submit_train_step
+from spade_train.backends.registry import make_backend
 from spade_train.cold_start import policy_model
 from spade_train.config import RunConfig, dump_config
 from spade_train.core.learning_potential import GameBaselines

@@ -1,4 +1,5 @@
-"""The typed ``backend.options`` of each built-in backend, checked when a recipe loads.
+"""The typed ``backend.options`` of the built-in backends, checked when a recipe loads (the
+``ray`` backend's, which name an inner backend, are in :mod:`spade_train.backends.ray_options`).
 
 A recipe's ``backend`` section has the fields every backend shares (model, lr, clip…, see
 :class:`spade_train.config.BackendConfig`) and ``options``: the backend's own settings, one
@@ -160,64 +161,4 @@ class TinkerOptions(BackendOptions):
                 self.loss, float(common.get("clip_eps", 0.2)), common.get("clip_eps_high")
             ),
             "adam": {"learning_rate": adam.learning_rate, "beta1": adam.beta1, "beta2": adam.beta2},
-        }
-
-
-class RayOptions(BackendOptions):
-    """A trainer actor (the inner backend) and rollout workers on a Ray cluster."""
-
-    inner: str = "local"
-    """The backend the trainer and rollout actors run (``local`` on CPU, ``megatron`` on GPUs)."""
-    inner_options: dict[str, Any] = Field(default_factory=dict)
-    """The inner backend's own options, checked against its model."""
-    num_rollout_workers: int = Field(1, ge=1)
-    num_trainers: Literal[1] = 1
-    colocate: bool = True
-    num_cpus_per_worker: float = Field(1.0, gt=0)
-    num_gpus_per_worker: float = Field(0.0, ge=0)
-    sglang_url: str | None = None
-    call_timeout_s: float = Field(600.0, gt=0)
-    ray_address: str | None = None
-    ray_num_cpus: int | None = Field(None, ge=1)
-    worker_threads: int | None = Field(1, ge=1)
-    inner_import: str | None = None
-    """A module the actors import first (an inner backend registered outside spade-train)."""
-
-    def inner_model(self) -> BackendOptions:
-        from spade_train.backends.base import backend_spec
-
-        return backend_spec(self.inner).options.model_validate(self.inner_options)
-
-    def honours(self) -> tuple[str, frozenset[str]]:
-        """The inner backend trains, so its declared support is the ray backend's."""
-        who, keys = self.inner_model().honours()
-        return who or self.inner, keys
-
-    def flat(self) -> dict[str, Any]:
-        out = self.model_dump(exclude={"inner_options"})
-        out.update(self.inner_model().flat())
-        return out
-
-    def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-        cpus, gpus = self.num_cpus_per_worker, self.num_gpus_per_worker
-        bundle = {"CPU": cpus, **({"GPU": gpus} if gpus else {})}
-        n_bundles = 1 if self.colocate else 1 + self.num_rollout_workers
-        trainer_gpus = gpus / 2 if self.colocate else gpus
-        inner = self.inner_model()
-        if isinstance(inner, MegatronOptions):
-            inner_plan = inner.plan(common, defaults, world_size=max(1, int(trainer_gpus)))
-        else:
-            inner_plan = inner.plan(common, defaults)
-        return {
-            "placement_group": [dict(bundle) for _ in range(n_bundles)],
-            "trainer": {
-                "inner": self.inner,
-                "cpus": cpus / 2 if self.colocate else cpus,
-                "gpus": trainer_gpus,
-            },
-            "rollout": {
-                "workers": self.num_rollout_workers,
-                "engine": f"sglang at {self.sglang_url}" if self.sglang_url else self.inner,
-            },
-            "inner": inner_plan,
         }

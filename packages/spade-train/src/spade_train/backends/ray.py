@@ -28,8 +28,8 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from spade_train.backends.base import make_backend
 from spade_train.backends.ray_sandbox import prepare_process as _prepare_process
+from spade_train.backends.registry import make_backend
 from spade_train.errors import BackendError
 from spade_train.types import Generation, Message, SamplingParams, TrainSample
 

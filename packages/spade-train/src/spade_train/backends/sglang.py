@@ -15,9 +15,8 @@ from typing import Any
 
 import httpx
 
-from spade_train.backends.base import BackendError
 from spade_train.backends.render import render_prompt
-from spade_train.errors import BALANCED_STOP_UNSUPPORTED
+from spade_train.errors import BALANCED_STOP_UNSUPPORTED, BackendError
 from spade_train.types import Generation, Message, SamplingParams
 
 INSTALL_HINT = "install sglang on a GPU machine: pip install 'sglang[all]'"

@@ -34,8 +34,9 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol
+
+from spade_envs.plugins import Registry, RegistryError
 
 from spade_train.core.learning_potential import LearningPotential
 
@@ -332,51 +333,35 @@ def _learning_potential(o: EnvOutcome, cfg: Any, state: RewardState, bonus: bool
     return raw
 
 
-_REGISTRY: dict[str, DesignerReward] = {}
-_PLUGINS_LOADED = False
+def _from_entry_point(name: str, obj: object) -> DesignerReward:
+    if isinstance(obj, DesignerReward):
+        return DesignerReward(name, obj.fn, obj.centered, obj.uses_hint)
+    if callable(obj):
+        return DesignerReward(name, obj)
+    raise RegistryError(f"entry point {name} ({ENTRY_POINT_GROUP}) is not a designer reward")
+
+
+DESIGNER_REWARDS: Registry[DesignerReward] = Registry(
+    "designer reward", entry_points=ENTRY_POINT_GROUP, convert=_from_entry_point
+)
+"""Every designer reward by name (spade-envs' one registry)."""
 
 
 def register_designer_reward(
     name: str, fn: RawReward, *, centered: bool = True, uses_hint: bool = False
 ) -> DesignerReward:
-    """Register a designer reward under ``name``; a name already taken is refused."""
-    if not name or not isinstance(name, str):
-        raise ValueError("a designer reward needs a non-empty string name")
-    if name in _REGISTRY:
-        raise ValueError(f"designer reward {name!r} is already registered")
-    spec = DesignerReward(name, fn, centered, uses_hint)
-    _REGISTRY[name] = spec
-    return spec
-
-
-def _load_plugins() -> None:
-    global _PLUGINS_LOADED
-    if _PLUGINS_LOADED:
-        return
-    _PLUGINS_LOADED = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        obj = ep.load()
-        if isinstance(obj, DesignerReward):
-            register_designer_reward(
-                ep.name, obj.fn, centered=obj.centered, uses_hint=obj.uses_hint
-            )
-        else:
-            register_designer_reward(ep.name, obj)
+    """Register a designer reward under ``name``; a name already taken is refused
+    (:class:`spade_envs.RegistryError`)."""
+    return DESIGNER_REWARDS.register(name, DesignerReward(name, fn, centered, uses_hint))
 
 
 def designer_reward_names() -> list[str]:
     """Every registered variant, sorted (entry points included)."""
-    _load_plugins()
-    return sorted(_REGISTRY)
+    return sorted(DESIGNER_REWARDS.names())
 
 
 def get_designer_reward(name: str) -> DesignerReward:
-    _load_plugins()
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"unknown designer reward {name!r}; use one of {', '.join(sorted(_REGISTRY))}"
-        )
-    return _REGISTRY[name]
+    return DESIGNER_REWARDS.get(name)
 
 
 register_designer_reward("regret", _regret_floored, uses_hint=True)
@@ -527,12 +512,3 @@ def designer_reward(outcome: EnvOutcome, cfg: Any) -> float:
         outcome, cfg, RewardState(cfg.lp_gamma_fast, cfg.lp_gamma_slow)
     )
     return 0.0 if value is None else float(value)
-
-
-def __getattr__(name: str) -> Any:
-    # The delay queues live in delayed_rewards (which imports this module).
-    if name in ("DelayedRewards", "DelayedDesignerRewards"):
-        from spade_train.core import delayed_rewards
-
-        return getattr(delayed_rewards, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
