@@ -54,7 +54,10 @@ def test_entry_point_plugins_are_registered(tmp_path, monkeypatch):
     ("override", "expected"),
     [
         ("reward.designer=blnd", "reward.designer: unknown designer reward 'blnd' (did you mean"),
-        ("reward.plateau_ramp=0", "reward.plateau_ramp: Input should be greater than 0"),
+        (
+            "reward.designer=blend reward.plateau_ramp=0",
+            "reward.options.plateau_ramp: Input should be greater than 0",
+        ),
         ("reward.lp_gamma_slow=0.99", "lp_gamma_fast must be greater than lp_gamma_slow"),
         (
             "advantage.agent=ema",
@@ -65,17 +68,19 @@ def test_entry_point_plugins_are_registered(tmp_path, monkeypatch):
 )
 def test_bad_reward_settings_are_one_line_recipe_errors(override, expected):
     with pytest.raises(RecipeError) as err:
-        load_recipe("quickstart", [override])
+        load_recipe("quickstart", override.split())
     message = str(err.value)
     assert expected in message and "\n" not in message
-    if "designer" in override:
+    if "blnd" in override:
         assert "choose from regret, regret-pure, blend, solve-rate" in message
 
 
 def test_launcher_blend_numbers():
     cfg = RewardConfig(designer="blend")
     out = rw.EnvOutcome(True, hinted_returns=[0.8], unhinted_returns=[0.5], skill="Math")
-    assert rw.blend_value(out, cfg) == pytest.approx(1.0)  # 0.6 * 1 + 0.4 * min(1, 0.3/0.15)
+    assert rw.blend_value(out, cfg.variant_options()) == pytest.approx(
+        1.0
+    )  # 0.6 * 1 + 0.4 * min(1, 0.3/0.15)
     assert rw.designer_reward(out, cfg) == pytest.approx(1.0)
 
 

@@ -125,7 +125,19 @@ def test_backend_kwargs_merge_typed_options_and_seed() -> None:
         (["=3"], "bad override"),
         (["designer..k=3"], "bad override"),
         (["cycles.x=3"], "recipe quickstart: override cycles.x: cycles is not a section"),
-        (["reward.plateau_low=0.9"], "plateau_low must not exceed plateau_high"),
+        (
+            ["reward.designer=blend", "reward.plateau_low=0.9"],
+            "recipe quickstart: reward.options: plateau_low must not exceed plateau_high",
+        ),
+        (
+            ["reward.plateau_weight=0.9"],
+            "reward.plateau_weight: an option of blend, not of the regret designer reward",
+        ),
+        (
+            ["reward.designer=solve-rate", "reward.options.regret_weight=0.1"],
+            "reward.options.regret_weight: not an option of the solve-rate reward (an option "
+            "of blend)",
+        ),
         (
             ["designer.scaffold=true", "designer.hint_source=reply"],
             "it has no hint; set designer.hint_source=policy (or endpoint)",
@@ -185,3 +197,27 @@ def test_local_thread_and_reuse_options_reach_the_backend() -> None:
     assert kw["threads"] == 1 and kw["reuse_kv"] is False
     with pytest.raises(Exception, match="threads"):
         load_recipe("quickstart", ["backend.options.threads=0x"])
+
+
+def test_reward_variants_have_typed_options_flat_or_nested_and_keep_to_their_own() -> None:
+    from spade_train.core.reward_options import BlendOptions, RewardOptions, SolveRateOptions
+
+    flat = load_recipe("quickstart", ["reward.designer=blend", "reward.plateau_weight=0.3"])
+    nested = load_recipe(
+        "quickstart", ["reward.designer=blend", "reward.options.plateau_weight=0.3"]
+    )
+    assert flat.reward == nested.reward and flat.reward.options == {"plateau_weight": 0.3}
+    typed = flat.reward.variant_options()
+    assert isinstance(typed, BlendOptions) and typed.plateau_weight == 0.3
+    assert typed.regret_weight == 0.4  # the rest: the variant's defaults
+    regret = load_recipe("quickstart").reward.variant_options()
+    assert type(regret) is RewardOptions and not type(regret).model_fields
+    # the 30B recipe writes blend's options; the ablation that picks learning-potential (and
+    # an override that picks solve-rate) starts from its own variant's defaults
+    assert load_recipe("spade-games-30b").reward.options["plateau_weight"] == 0.6
+    assert load_recipe("ablation-learning-potential").reward.options == {}
+    switched = load_recipe("spade-games-30b", ["reward.designer=solve-rate"]).reward
+    assert switched.options == {} and isinstance(switched.variant_options(), SolveRateOptions)
+    # the run directory's config.yaml loads back to the same settings
+    again = yaml.safe_load(dump_config(flat))["reward"]
+    assert again["options"] == {"plateau_weight": 0.3} and "plateau_weight" not in again

@@ -117,7 +117,7 @@ class RunConfig(_Strict):
 
 # -- recipes ---------------------------------------------------------------------------------
 
-_NESTED_KEY = re.compile(r"^((?:name|options)(?:\.[\w-]+)*): (.*)$")
+_NESTED_KEY = re.compile(r"^([a-z_]+(?:\.[\w-]+)*): (.*)$")
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -169,8 +169,30 @@ def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         parent_ref = base
         if not Path(base).is_absolute() and (path.parent / base).is_file():
             parent_ref = str(path.parent / base)
-        data = _merge(_read(parent_ref, (*seen, key)), data)
+        parent = _read(parent_ref, (*seen, key))
+        if _new_variant(parent, data.get("reward")):
+            parent["reward"] = _without_variant_options(parent["reward"])
+        data = _merge(parent, data)
     return data
+
+
+def _new_variant(data: dict[str, Any], reward: Any) -> bool:
+    """Whether ``reward`` (a recipe's or an override's) picks another designer reward than
+    ``data`` holds: then ``data``'s variant options are not carried over (each variant starts
+    from its own defaults)."""
+    old = data.get("reward")
+    if not isinstance(old, dict) or not isinstance(reward, dict) or "designer" not in reward:
+        return False
+    return reward["designer"] != old.get("designer", RewardConfig.model_fields["designer"].default)
+
+
+def _without_variant_options(reward: dict[str, Any]) -> dict[str, Any]:
+    from spade_train.core.rewards import DESIGNER_REWARDS
+
+    keys = {"options"}
+    for name in DESIGNER_REWARDS.names():
+        keys |= set(DESIGNER_REWARDS.get(name).options.model_fields)
+    return {k: v for k, v in reward.items() if k not in keys}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +219,8 @@ def _apply_override(data: dict[str, Any], override: str, label: str) -> None:
         raise RecipeError(
             f"recipe {label}: override {key}: value {raw!r} is not valid YAML"
         ) from None
+    if key == "reward.designer" and _new_variant(data, {"designer": value}):
+        data["reward"] = _without_variant_options(data["reward"])
     node = data
     parts = key.split(".")
     for part in parts[:-1]:

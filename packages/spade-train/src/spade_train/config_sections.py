@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from spade_train.backends.options import BackendOptions, ignored_fields
 from spade_train.backends.ray_options import RayOptions
 from spade_train.backends.registry import backend_spec
+from spade_train.core.reward_options import RewardOptions
 from spade_train.errors import RegistryError
 from spade_train.types import SamplingParams
 
@@ -23,6 +24,11 @@ DEFAULT_GENERATORS = (
     "word_sorting",
     "letter_counting",
 )
+
+
+MAX_COUNT = 1_000_000
+"""The largest count a recipe may give (cycles, prompts, episodes, workers…): a typo such as
+``cycles=99999999999999999999999`` is refused at load instead of running for ever."""
 
 
 class _Strict(BaseModel):
@@ -369,13 +375,18 @@ class AgentConfig(_Strict):
 
 class RewardConfig(_Strict):
     """The designer's reward (``spade_train.core.rewards``). Defaults are the released
-    launchers' values (paper runs); the per-variant fields are read only by their variant."""
+    launchers' values (paper runs). The chosen variant's own settings are ``options``, checked
+    against its typed model (``blend``: ``BlendOptions``; ``solve-rate``: ``SolveRateOptions``;
+    the others have none); they may also be written flat (``reward.plateau_weight: 0.6``), and
+    a key of another variant is refused with one line."""
 
     designer: str = "regret"
     """A registered designer reward: regret, regret-pure, blend, solve-rate, micro-lp,
     learning-potential, solver-variance, or one added through the registry."""
     invalid_penalty: float = -1.0
+    """The raw reward of a design that failed (parse, validation or a pipeline stage)."""
     timeout_penalty: float = -0.5
+    """The raw reward of a design whose validation or generation timed out."""
     train_invalid: bool = True
     """``False``: an invalid design is masked, never trained (upstream: a design slot whose
     every attempt failed leaves no designer sample, so no penalty reaches the policy; the paper
@@ -403,29 +414,47 @@ class RewardConfig(_Strict):
     env_reward_scale: float | Literal["auto"] = "auto"
     """``auto``: ``min(agent episodes / designer items * regeneration_interval, max)``."""
     max_env_reward_scale: float = Field(50.0, gt=0.0)
-    regeneration_interval: int = Field(1, ge=1)
+    """The largest ``env_reward_scale`` that ``auto`` gives."""
+    regeneration_interval: int = Field(1, ge=1, le=MAX_COUNT)
     """Cycles between designer rounds, for ``env_reward_scale: auto``; unless set, it follows
     ``designer.regenerate_every``."""
-    regret_weight: float = Field(0.4, ge=0.0)
-    regret_scale: float = Field(0.15, gt=0.0)
-    regret_floor: bool = True
-    """blend: clip ``regret / regret_scale`` into ``[0, 1]``."""
-    plateau_weight: float = Field(0.6, ge=0.0)
-    plateau_low: float = Field(0.4, ge=0.0, le=1.0)
-    plateau_high: float = Field(0.6, ge=0.0, le=1.0)
-    plateau_ramp: float = Field(0.25, gt=0.0)
-    micro_lp_weight: float = Field(0.0, ge=0.0)
-    micro_lp_scale: float = Field(0.10, gt=0.0)
-    micro_lp_signed: bool = True
-    micro_lp_estimator: Literal["slope", "halves"] = "slope"
-    frontier_weight: float = Field(0.0, ge=0.0)
-    frontier_scale: float = Field(0.08, gt=0.0)
     lp_gamma_fast: float = Field(0.98, gt=0.0, le=1.0)
+    """Decay of each skill's fast average of mean returns (the learning-potential trackers,
+    read by ``learning-potential`` and ``solver-variance`` and logged for every variant)."""
     lp_gamma_slow: float = Field(0.85, gt=0.0, le=1.0)
-    delay_cycles: int = Field(0, ge=0)
+    """Decay of each skill's slow average (the baseline of ``learning-potential``)."""
+    delay_cycles: int = Field(0, ge=0, le=MAX_COUNT)
     """Train each designer item ``delay_cycles`` cycles after it was made, its reward
     recomputed from the plays of its environment over that window; pending items are flushed
     at the last cycle (``spade_train.core.delayed_rewards``)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """The variant's own options (``spade_train.core.reward_options``), checked against its
+    model; a key of another variant is refused."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_options(cls, data: Any) -> Any:
+        """Variant options written flat (``reward.plateau_weight``) move into ``options``."""
+        if not isinstance(data, dict):
+            return data
+        from spade_train.core.rewards import DESIGNER_REWARDS
+
+        designer = data.get("designer", cls.model_fields["designer"].default)
+        if designer not in DESIGNER_REWARDS:
+            return data  # the designer field's own check names the mistake
+        mine = DESIGNER_REWARDS.get(designer).options.model_fields
+        flat = [k for k in data if k not in cls.model_fields]
+        moved = {k: data[k] for k in flat if k in mine}
+        for key in flat:
+            if key not in mine and (owners := _variants_with(key)):
+                raise ValueError(
+                    f"{key}: an option of {', '.join(owners)}, not of the {designer} designer "
+                    f"reward; remove it (or set reward.designer)"
+                )
+        if not moved:
+            return data
+        rest = {k: v for k, v in data.items() if k not in moved}
+        return {**rest, "options": {**moved, **dict(data.get("options") or {})}}
 
     @field_validator("designer")
     @classmethod
@@ -442,7 +471,7 @@ class RewardConfig(_Strict):
         import spade_corpus as sc
 
         from spade_train.core.design import PARSE_REASON_CODES
-        from spade_train.steps.pipeline import PIPELINE_REASONS
+        from spade_train.reasons import PIPELINE_REASONS
 
         known = sorted(
             {*sc.VALIDATION_REASONS, *PARSE_REASON_CODES, *PIPELINE_REASONS, "duplicate"}
@@ -458,11 +487,39 @@ class RewardConfig(_Strict):
 
     @model_validator(mode="after")
     def _ranges(self) -> RewardConfig:
-        if self.plateau_low > self.plateau_high:
-            raise ValueError("plateau_low must not exceed plateau_high")
         if self.lp_gamma_fast <= self.lp_gamma_slow:
             raise ValueError("lp_gamma_fast must be greater than lp_gamma_slow")
+        self.variant_options()
         return self
+
+    def variant_options(self) -> RewardOptions:
+        """``options`` as the variant's typed model; ValueError naming the key otherwise."""
+        from spade_train.core.rewards import DESIGNER_REWARDS
+
+        model = DESIGNER_REWARDS.get(self.designer).options
+        try:
+            return model.model_validate(self.options)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            path = ".".join(["options", *(str(p) for p in err["loc"])])
+            if err["type"] == "extra_forbidden":
+                owners = _variants_with(str(err["loc"][-1]))
+                where = f" (an option of {', '.join(owners)})" if owners else ""
+                raise ValueError(
+                    f"{path}: not an option of the {self.designer} reward{where}"
+                ) from None
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            shown = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
+            raise ValueError(f"{path}: {msg}{shown}") from None
+
+
+def _variants_with(key: str) -> list[str]:
+    """The registered designer rewards that have an option called ``key``."""
+    from spade_train.core.rewards import DESIGNER_REWARDS
+
+    return [
+        n for n in DESIGNER_REWARDS.names() if key in DESIGNER_REWARDS.get(n).options.model_fields
+    ]
 
 
 class AdvantageConfig(_Strict):

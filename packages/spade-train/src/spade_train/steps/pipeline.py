@@ -40,13 +40,6 @@ from spade_train.types import Message, SamplingParams
 
 log = logging.getLogger("spade_train.pipeline")
 
-PIPELINE_REASONS: dict[str, str] = {
-    "reset_gate": "a success criterion raises on the state reset builds, at every tested seed",
-    "llm_validator_rejected": "the LLM validator answered \\boxed{no}",
-    "generation_timeout": "the attempt's generation round ran past generation_budget_s",
-}
-"""Reason codes the pipeline stages add to those of parsing and of the sandbox validator."""
-
 
 def refine(
     cfg: RunConfig,

@@ -39,7 +39,7 @@ class Design:
     prompt: list[Message] = field(default_factory=list)
     """The conversation this completion answers (retries and repairs reuse it)."""
     rejected: str | None = None
-    """A pipeline stage's reason code (``steps.pipeline.PIPELINE_REASONS``) after the sandbox
+    """A pipeline stage's reason code (``spade_train.reasons.PIPELINE_REASONS``) after the sandbox
     passed it; ``rejected_message`` says why."""
     rejected_message: str | None = None
     pipeline: dict[str, Any] = field(default_factory=dict)
