@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from spade_train.types import Generation, Message, SamplingParams, TrainSample
+from spade_train.types import Generation, Message, SamplingParams, ToolSpec, TrainSample
 
 
 @runtime_checkable
@@ -29,7 +29,7 @@ class PolicyBackend(Protocol):
         self,
         conversations: Sequence[Sequence[Message]],
         params: SamplingParams,
-        tools: Sequence[Sequence[dict[str, Any]] | None] | None = None,
+        tools: Sequence[Sequence[ToolSpec] | None] | None = None,
     ) -> list[Generation]:
         """Complete every conversation once (the chat template's generation prompt is added).
 
