@@ -21,53 +21,110 @@ import spade_envs as se
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from spade_train.config_sections import (  # noqa: F401  (re-exported: the config's public names)
+from spade_train.config_backend import BackendConfig, SamplingConfig
+from spade_train.config_base import MAX_COUNT, Strict
+from spade_train.config_designer import (
+    DesignerConfig,
+    GroundingConfig,
+    LLMValidatorConfig,
+    MemoryConfig,
+    PipelineConfig,
+    ResetGateConfig,
+    SelfJudgeConfig,
+)
+from spade_train.config_sections import (
     DEFAULT_GENERATORS,
     AdvantageConfig,
     AgentConfig,
-    BackendConfig,
     CheckpointConfig,
     ColdStartConfig,
-    DesignerConfig,
     EvalConfig,
     FixedConfig,
-    GroundingConfig,
-    LLMValidatorConfig,
     LoggingConfig,
-    MemoryConfig,
-    PipelineConfig,
     PoolConfig,
-    ResetGateConfig,
     RewardConfig,
     RlveConfig,
-    SamplingConfig,
-    SelfJudgeConfig,
     ValidationConfig,
-    _Strict,
 )
 from spade_train.errors import RecipeError
 
+__all__ = [  # the config's public names: the run's model, its sections, the recipe functions
+    "DEFAULT_GENERATORS",
+    "MAX_COUNT",
+    "AdvantageConfig",
+    "AgentConfig",
+    "BackendConfig",
+    "CheckpointConfig",
+    "ColdStartConfig",
+    "DesignerConfig",
+    "EvalConfig",
+    "FixedConfig",
+    "GroundingConfig",
+    "LLMValidatorConfig",
+    "LoggingConfig",
+    "MemoryConfig",
+    "PipelineConfig",
+    "PoolConfig",
+    "RecipeError",
+    "ResetGateConfig",
+    "RewardConfig",
+    "RlveConfig",
+    "RunConfig",
+    "SamplingConfig",
+    "SelfJudgeConfig",
+    "ValidationConfig",
+    "dump_config",
+    "list_recipes",
+    "load_recipe",
+]
 
-class RunConfig(_Strict):
+
+class RunConfig(Strict):
     name: str
+    """The run's name: a recipe's file name unless it says otherwise; names the default run
+    directory (``runs/<name>-<time>``)."""
     seed: int = 0
+    """The seed of everything random in the run (sampling, pool draws, episode seeds, hint plays),
+    derived per cycle and stage, so the same recipe and seed give the same run."""
     mode: Literal["spade", "fixed-static", "fixed-procedural", "fixed-rlve"] = "spade"
+    """Where environments come from (``spade_train.sources``): ``spade`` (the designer writes them),
+    ``fixed-static`` (a static corpus), ``fixed-procedural`` (hand-written generators), ``fixed-
+    rlve`` (RLVE's environments)."""
     setting: Literal["games", "tool-use"] = "games"
-    cycles: int = Field(3, ge=1)
+    """``games`` (text games of the six cognitive skills) or ``tool-use`` (multi-turn tool-use
+    environments, grouped by domain)."""
+    cycles: int = Field(3, ge=1, le=MAX_COUNT)
+    """How many cycles the run trains; each designs, validates, plays, scores, computes advantages
+    and updates the policy once."""
     run_dir: str | None = None
+    """Where the run writes; None: ``runs/<name>-<date>-<time>`` (``spade train --run-dir`` wins
+    over both)."""
     backend: BackendConfig = Field(default_factory=BackendConfig)
+    """The policy: its backend, model and training settings."""
     designer: DesignerConfig = Field(default_factory=DesignerConfig)
+    """The designer role: prompts, sampling, hints, grounding, memory and the pipeline of step 2."""
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    """The sandbox validation of designed environments (step 2)."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    """The agent role: which environments it plays each cycle, how, and how an episode is scored."""
     reward: RewardConfig = Field(default_factory=RewardConfig)
+    """The designer's reward (the agent's is the episode return)."""
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    """How both roles' rewards become advantages (step 5)."""
     pool: PoolConfig = Field(default_factory=PoolConfig)
+    """The pool of environments the agent plays beside each cycle's new ones."""
     fixed: FixedConfig = Field(default_factory=FixedConfig)
+    """The corpus the pool starts with, and the fixed baselines' environments."""
     rlve: RlveConfig = Field(default_factory=RlveConfig)
+    """The ``fixed-rlve`` baseline's environments and difficulty controller."""
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    """What the run shows and logs while it trains."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    """How often the run checkpoints itself, and how many checkpoints it keeps."""
     cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
+    """A brief supervised warm-up of the policy before the first cycle."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    """In-loop evaluation (spade-eval) and held-out games."""
     overlap: bool = False
     """Run each cycle's update on the trainer while the next cycle designs, validates and
     plays (generation one update behind; the PPO ratio against the sampling log-probs accounts
@@ -134,6 +191,11 @@ def list_recipes() -> list[str]:
 def _resolve(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
+        if path.is_dir():
+            raise RecipeError(
+                f"recipe {name_or_path} is a directory; give a recipe's .yaml file "
+                "(or a shipped recipe's name: spade recipes)"
+            )
         if not path.is_file():
             raise RecipeError(f"recipe file {name_or_path} does not exist")
         return path
@@ -154,13 +216,21 @@ def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     if key in seen:
         raise RecipeError(f"recipe {path.stem}: base chain loops back to itself")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" line {line + 1}" if line is not None else ""
         raise RecipeError(f"recipe {path.stem}:{where} is not valid YAML") from None
+    if data is None:
+        raise RecipeError(
+            f"recipe {path.stem}: {path} is empty; a recipe is a mapping of keys "
+            "(at least `base: quickstart` to run the quickstart's settings)"
+        )
     if not isinstance(data, dict):
-        raise RecipeError(f"recipe {path.stem}: top level must be a mapping of keys")
+        raise RecipeError(
+            f"recipe {path.stem}: top level must be a mapping of keys, not a "
+            f"{type(data).__name__} (write `key: value` lines)"
+        )
     base = data.pop("base", None)
     data.setdefault("name", path.stem)
     if base is not None:

@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from spade_train.config_base import MAX_COUNT
+
 ALL_COMMON = frozenset(
     {
         "model",
@@ -46,7 +48,7 @@ ALL_COMMON = frozenset(
 class BackendOptions(BaseModel):
     """Base of every backend's options: strict (unknown keys refused), frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     COMMON: ClassVar[frozenset[str]] = ALL_COMMON
     """The shared ``backend.*`` fields this backend honours; the others it ignores."""
 
@@ -76,6 +78,7 @@ class LocalOptions(BackendOptions):
     """PyTorch + transformers in this process (the embedded default)."""
 
     betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW's betas."""
     threads: int | Literal["auto"] = "auto"
     """torch's CPU threads: ``auto`` gives it the CPUs other processes leave free, re-judged
     before every generation and train step (oversubscribed OpenMP threads cost 5-7x)."""
@@ -106,10 +109,14 @@ class MegatronOptions(BackendOptions):
     COMMON: ClassVar[frozenset[str]] = frozenset(
         {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high"}
     )
-    tensor_parallel: int = Field(1, ge=1)
-    pipeline_parallel: int = Field(1, ge=1)
-    expert_parallel: int = Field(1, ge=1)
+    tensor_parallel: int = Field(1, ge=1, le=MAX_COUNT)
+    """Tensor-parallel size (GPUs each layer is split over)."""
+    pipeline_parallel: int = Field(1, ge=1, le=MAX_COUNT)
+    """Pipeline-parallel size (stages the layers are split into)."""
+    expert_parallel: int = Field(1, ge=1, le=MAX_COUNT)
+    """Expert-parallel size (MoE models)."""
     sequence_parallel: bool = False
+    """Split the sequence over the tensor-parallel ranks too."""
 
     def plan(
         self, common: dict[str, Any], defaults: dict[str, Any], world_size: int = 1
@@ -137,11 +144,16 @@ class TinkerOptions(BackendOptions):
         {"model", "lr", "weight_decay", "grad_clip", "clip_eps", "clip_eps_high", "lora"}
         | {"max_seq_len"}
     )
-    lora_rank: int = Field(32, ge=1)
+    lora_rank: int = Field(32, ge=1, le=MAX_COUNT)
+    """The rank of Tinker's LoRA adapter."""
     betas: tuple[float, float] = (0.9, 0.95)
+    """Adam's betas."""
     loss: Literal["ppo", "importance_sampling"] = "ppo"
+    """Tinker's loss: ``ppo`` (clipped ratio) or ``importance_sampling``."""
     call_timeout_s: float = Field(900.0, gt=0)
+    """The longest one call to the Tinker service may take."""
     base_url: str | None = None
+    """The Tinker service's URL; None: its default."""
 
     def plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
         from spade_train.backends.tinker import adam_params, loss_config

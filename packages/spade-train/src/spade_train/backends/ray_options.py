@@ -10,6 +10,7 @@ from pydantic import Field
 
 from spade_train.backends.options import BackendOptions, MegatronOptions
 from spade_train.backends.registry import backend_spec
+from spade_train.config_base import MAX_COUNT
 
 
 class RayOptions(BackendOptions):
@@ -19,16 +20,27 @@ class RayOptions(BackendOptions):
     """The backend the trainer and rollout actors run (``local`` on CPU, ``megatron`` on GPUs)."""
     inner_options: dict[str, Any] = Field(default_factory=dict)
     """The inner backend's own options, checked against its model."""
-    num_rollout_workers: int = Field(1, ge=1)
+    num_rollout_workers: int = Field(1, ge=1, le=MAX_COUNT)
+    """Rollout actors that generate (each with its own copy of the policy, or an SGLang server)."""
     num_trainers: Literal[1] = 1
+    """Trainer actors (one: the inner backend scales over its own GPUs)."""
     colocate: bool = True
+    """Trainer and rollout workers share one placement-group bundle (each gets half), instead of one
+    bundle each."""
     num_cpus_per_worker: float = Field(1.0, gt=0)
+    """CPUs of each placement-group bundle."""
     num_gpus_per_worker: float = Field(0.0, ge=0)
+    """GPUs of each placement-group bundle."""
     sglang_url: str | None = None
+    """Generate on an SGLang server at this URL instead of the inner backend."""
     call_timeout_s: float = Field(600.0, gt=0)
+    """The longest one call to an actor may take; a rollout worker past it is restarted once."""
     ray_address: str | None = None
-    ray_num_cpus: int | None = Field(None, ge=1)
-    worker_threads: int | None = Field(1, ge=1)
+    """The Ray cluster to join; None: start a local one."""
+    ray_num_cpus: int | None = Field(None, ge=1, le=MAX_COUNT)
+    """CPUs of the local Ray cluster when one is started (None: all)."""
+    worker_threads: int | None = Field(1, ge=1, le=MAX_COUNT)
+    """torch threads in each actor (None: torch's default)."""
     inner_import: str | None = None
     """A module the actors import first (an inner backend registered outside spade-train)."""
 
