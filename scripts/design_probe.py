@@ -32,6 +32,7 @@ from spade_train.core.scaffold import reference_sources
 from spade_train.errors import RecipeError
 from spade_train.progress import StageProgress
 from spade_train.resources import NO_GROUNDING, SandboxValidator
+from spade_train.steps import admit as s_admit
 from spade_train.steps import design as s_design
 from spade_train.steps import validate as s_validate
 
@@ -87,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
                 checker = SandboxValidator(sandbox, cfg.validation.workers)
                 judging = s_validate.Judging(cfg, backend, cycle, checker, sandbox_config)
                 slots = s_validate.check_in_sandbox(judging, designs, progress)
-                slots, _ = s_validate.admit(cfg, slots, pool, cycle, sandbox_config)
-                slots, _ = s_validate.mark_copies(slots)
+                slots, _ = s_admit.admit(cfg, slots, pool, cycle, sandbox_config)
+                slots, _ = s_admit.mark_copies(slots)
                 for x in slots:
                     copy = x.verdict.copy_of
                     outcome = "new" if x.valid and copy is None else "copy" if x.valid else ""

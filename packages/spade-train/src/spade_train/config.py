@@ -246,7 +246,7 @@ def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     return data
 
 
-def _new_variant(data: dict[str, Any], reward: Any) -> bool:
+def _new_variant(data: dict[str, Any], reward: object) -> bool:
     """Whether ``reward`` (a recipe's or an override's) picks another designer reward than
     ``data`` holds: then ``data``'s variant options are not carried over (each variant starts
     from its own defaults)."""
@@ -303,7 +303,7 @@ def _apply_override(data: dict[str, Any], override: str, label: str) -> None:
     node[parts[-1]] = value
 
 
-def _expand(value: Any) -> Any:
+def _expand(value: object) -> object:
     if isinstance(value, str):
         return _ENV_VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
     if isinstance(value, dict):
@@ -356,9 +356,8 @@ def load_recipe(name_or_path: str, overrides: Sequence[str] = ()) -> RunConfig:
     data = _read(name_or_path)
     for override in overrides:
         _apply_override(data, override, label)
-    data = _expand(data)
     try:
-        return RunConfig.model_validate(data)
+        return RunConfig.model_validate(_expand(data))
     except ValidationError as exc:
         raise _one_line(exc, label) from None
 

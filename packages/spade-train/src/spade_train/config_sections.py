@@ -150,7 +150,7 @@ class RewardConfig(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _flat_options(cls, data: Any) -> Any:
+    def _flat_options(cls, data: object) -> object:
         """Variant options written flat (``reward.plateau_weight``) move into ``options``."""
         if not isinstance(data, dict):
             return data

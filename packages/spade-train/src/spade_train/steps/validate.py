@@ -16,7 +16,8 @@
    **budgets** — a generation round slower than ``generation_budget_s`` fails its attempts
    (``generation_timeout``); no round starts after ``cycle_budget_s`` (``budget_exhausted``);
 5. **admission** — the valid environments enter the pool (one it already holds is a
-   ``duplicate``), and each valid copy of a shipped game is marked (``copy_of``).
+   ``duplicate``), and each valid copy of a shipped game is marked (``copy_of``;
+   :mod:`spade_train.steps.admit`).
 
 :func:`self_judge` runs after play: the policy judges each new environment from its code and
 one episode; a no costs the designer ``self_judge.penalty``. Each returns its metrics.
@@ -24,13 +25,10 @@ one episode; a no costs the designer ``self_judge.penalty``. Each returns its me
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import cast
 
 import spade_corpus as sc
 import spade_envs as se
@@ -44,10 +42,10 @@ from spade_train.core.scaffold import (
     SCAFFOLD_PREFILL,
     SCAFFOLD_STOP,
     close_reply,
-    copies_of_references,
 )
 from spade_train.resources import QUIET, DesignValidator, Progress
 from spade_train.seeds import derive_seed
+from spade_train.steps import admit as s_admit
 from spade_train.steps import design as s_design
 from spade_train.steps.records import (
     Attempt,
@@ -57,7 +55,7 @@ from spade_train.steps.records import (
     Validated,
     Verdict,
 )
-from spade_train.types import JSON, Generation, Message, Metrics, SamplingParams
+from spade_train.types import Generation, Message, Metrics, SamplingParams
 
 log = logging.getLogger("spade_train.pipeline")
 
@@ -94,9 +92,9 @@ def validate(
     cycle began (``cycle_budget_s``)."""
     slots = check_in_sandbox(ctx, designs, progress)
     slots, metrics = refine(ctx, slots, started)
-    slots, new_envs = admit(ctx.cfg, slots, pool, ctx.cycle, ctx.sandbox_config)
-    metrics.update(design_metrics(slots))
-    slots, new = mark_copies(slots)
+    slots, new_envs = s_admit.admit(ctx.cfg, slots, pool, ctx.cycle, ctx.sandbox_config)
+    metrics.update(s_admit.design_metrics(slots))
+    slots, new = s_admit.mark_copies(slots)
     metrics["design/new"] = new
     return Step2(slots, new_envs, metrics)
 
@@ -400,85 +398,6 @@ def _repair_conversation(s: Validated, failed: _Failed | None) -> list[Message]:
 
 def _summary(s: Validated) -> Attempt:
     return Attempt(s.reason, s.message, s.design.text[:2000])
-
-
-# -- admission, copies, metrics ------------------------------------------------------------------
-
-
-def admit(
-    cfg: RunConfig,
-    slots: Sequence[Validated],
-    pool: EnvPool,
-    cycle: int,
-    sandbox_config: ss.SandboxConfig,
-) -> tuple[list[Validated], list[PoolEntry]]:
-    """Valid environments enter the pool (a source or id it already holds is a
-    ``duplicate``); the slots and the entries added."""
-    out, accepted = list(slots), []
-    for i, s in enumerate(out):
-        report = s.verdict.report
-        if not s.valid or report is None:
-            continue
-        env = s.env
-        class_name = report.checks.get("class_name") or env.class_name or ""
-        tools = None
-        if cfg.setting == "tool-use":
-            tools = read_tools(env.source or "", class_name, sandbox_config)
-        entry = PoolEntry(
-            env_id=env.env_id or "",
-            source=env.source or "",
-            class_name=class_name,
-            hint=env.hint,
-            skill=s.skill,
-            max_turns=cfg.agent.max_turns,
-            cycle_added=cycle,
-            origin="designer",
-            tools=tools,
-        )
-        if pool.add(entry) is not None:
-            accepted.append(entry)
-        else:  # a valid environment whose source or id the pool already holds
-            duplicate = dataclasses.replace(report, valid=False, reason="duplicate")
-            out[i] = replace(s, verdict=replace(s.verdict, report=duplicate))
-    return out, accepted
-
-
-def read_tools(
-    source: str, class_name: str, sandbox_config: ss.SandboxConfig
-) -> list[dict[str, object]] | None:
-    """The declared tools of a validated tool-use environment (read in the sandbox: a
-    sandboxed environment exposes no attributes to the runner)."""
-    try:
-        tools, _domain = sc.read_tools(source, class_name, sandbox_config)
-    except se.ContractError:
-        return None
-    return [dict(t) for t in tools] if isinstance(tools, list) and tools else None
-
-
-def mark_copies(slots: Sequence[Validated]) -> tuple[list[Validated], int]:
-    """Mark each valid slot that copies a scaffold example or a shipped corpus game
-    (``copy_of``); the slots and how many valid ones are new."""
-    valid = [s for s in slots if s.valid]
-    copies = copies_of_references([(s.env_id or "", s.env.source or "") for s in valid])
-    out = [
-        replace(s, verdict=replace(s.verdict, copy_of=copies.get(s.env_id or ""))) if s.valid else s
-        for s in slots
-    ]
-    return out, sum(s.verdict.copy_of is None for s in out if s.valid)
-
-
-def design_metrics(slots: Sequence[Validated]) -> Metrics:
-    reasons = Counter(s.reason for s in slots if not s.valid)
-    valid = sum(s.valid for s in slots)
-    return {
-        "design/completions": len(slots),
-        "design/parsed": sum(s.env.parse_error is None for s in slots),
-        "design/valid": valid,
-        "design/validity_rate": valid / max(1, len(slots)),
-        "design/reasons": cast(  # a reason is a string: None only where none was given
-            "dict[str, JSON]", dict(sorted(reasons.items(), key=lambda kv: str(kv[0])))
-        ),
-    }
 
 
 # -- after play ---------------------------------------------------------------------------------
