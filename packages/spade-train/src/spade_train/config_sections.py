@@ -109,6 +109,10 @@ class RewardConfig(Strict):
     """The raw reward of a design that failed (parse, validation or a pipeline stage)."""
     timeout_penalty: float = -0.5
     """The raw reward of a design whose validation or generation timed out."""
+    train_invalid: bool = True
+    """``False``: an invalid design is masked, never trained (upstream: a design slot whose
+    every attempt failed leaves no designer sample, so no penalty reaches the policy; the paper
+    recipes). ``True``: it is trained with ``invalid_penalty`` (or the penalties below)."""
     parsed_invalid_penalty: float | None = None
     """The penalty of an invalid design whose reply held a complete program (rejected by the
     validator, not by the reply's parse: a crash, a failed check, a duplicate). None: the
@@ -134,7 +138,8 @@ class RewardConfig(Strict):
     max_env_reward_scale: float = Field(50.0, gt=0.0)
     """The largest ``env_reward_scale`` that ``auto`` gives."""
     regeneration_interval: int = Field(1, ge=1, le=MAX_COUNT)
-    """Cycles between designer rounds (1 here: the loop designs every cycle)."""
+    """Cycles between designer rounds, for ``env_reward_scale: auto``; unless set, it follows
+    ``designer.regenerate_every``."""
     lp_gamma_fast: float = Field(0.98, gt=0.0, le=1.0)
     """Decay of each skill's fast average of mean returns (the learning-potential trackers,
     read by ``learning-potential`` and ``solver-variance`` and logged for every variant)."""

@@ -35,8 +35,8 @@ from spade_train.resources import (
 from spade_train.rundir import write_jsonl
 from spade_train.steps import design as s_design
 from spade_train.steps import validate as s_validate
+from spade_train.steps.admit import read_tools
 from spade_train.steps.records import Validated
-from spade_train.steps.validate import read_tools
 from spade_train.types import JSON, Metrics
 
 
