@@ -110,7 +110,7 @@ class SelfJudgeConfig(Strict):
 
 
 class PipelineConfig(Strict):
-    """The designer pipeline after the sandbox validation (``steps/pipeline.py``): reset gate,
+    """The designer pipeline after the sandbox validation (``steps/validate.py``): reset gate,
     LLM validator, retries or repair turns, time budgets, self-judge."""
 
     reset_gate: ResetGateConfig = Field(default_factory=ResetGateConfig)
