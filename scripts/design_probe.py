@@ -31,7 +31,10 @@ from spade_train.core.pool import EnvPool
 from spade_train.core.scaffold import reference_sources
 from spade_train.errors import RecipeError
 from spade_train.progress import StageProgress
+from spade_train.resources import NO_GROUNDING, SandboxValidator
+from spade_train.steps import admit as s_admit
 from spade_train.steps import design as s_design
+from spade_train.steps import validate as s_validate
 
 
 def _shingles(source: str) -> frozenset[tuple[str, ...]]:
@@ -81,17 +84,20 @@ def main(argv: list[str] | None = None) -> int:
     with ss.SandboxPool(sandbox_config, size=cfg.validation.workers) as sandbox:
         with StageProgress(False) as progress:
             for cycle in range(1, args.cycles + 1):
-                designs = s_design.design(cfg, backend, cycle, memory, None, progress)
-                s_design.validate(cfg, designs, cycle, sandbox, sandbox_config, progress)
-                s_design.admit_designs(cfg, designs, pool, cycle, sandbox_config)
-                s_design.mark_copies(designs)
-                for x in designs:
-                    outcome = "new" if x.valid and x.copy_of is None else "copy" if x.valid else ""
+                designs = s_design.design(cfg, backend, cycle, memory, NO_GROUNDING, progress)
+                checker = SandboxValidator(sandbox, cfg.validation.workers)
+                judging = s_validate.Judging(cfg, backend, cycle, checker, sandbox_config)
+                slots = s_validate.check_in_sandbox(judging, designs, progress)
+                slots, _ = s_admit.admit(cfg, slots, pool, cycle, sandbox_config)
+                slots, _ = s_admit.mark_copies(slots)
+                for x in slots:
+                    copy = x.verdict.copy_of
+                    outcome = "new" if x.valid and copy is None else "copy" if x.valid else ""
                     outcome = outcome or x.reason or "invalid"
                     outcomes[outcome] += 1
                     near = ""
-                    if x.source:
-                        ref, jaccard = nearest_reference(x.source)
+                    if x.env.source:
+                        ref, jaccard = nearest_reference(x.env.source)
                         near = f"nearest {ref} {jaccard:.2f}"
                     rows.append({"cycle": cycle, "outcome": outcome, **x.to_row()})
                     print(f"cycle {cycle} {x.skill:12} {outcome:24} {near}", flush=True)

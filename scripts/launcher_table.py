@@ -452,6 +452,8 @@ def recipe_value(cfg: Any, key: str) -> Any:
         return getattr(cfg.backend.typed_options().inner_model(), key.rsplit(".", 1)[1])
     if key.startswith("backend.options."):
         return getattr(cfg.backend.typed_options(), key.rsplit(".", 1)[1])
+    if key.startswith("reward.") and key.split(".")[1] not in type(cfg.reward).model_fields:
+        return reward_option(cfg.reward, key.split(".")[1])
     node = cfg
     for part in key.split("."):
         node = getattr(node, part)
@@ -465,6 +467,17 @@ def ignored_by(cfg: Any, key: str) -> str | None:
         return None
     who, keys = cfg.backend.unhonoured()
     return who if field in keys else None
+
+
+def reward_option(reward: Any, name: str) -> Any:
+    """A designer-reward option (``reward.options``): the variant's value, or for a variant
+    without that option the default of the variants that have it (it has no effect there)."""
+    typed = reward.variant_options()
+    if name in type(typed).model_fields:
+        return getattr(typed, name)
+    from spade_train.core.reward_options import BlendOptions
+
+    return BlendOptions.model_fields[name].default
 
 
 def cell(cfg: Any, flag: str, upstream: Any) -> tuple[str, bool]:

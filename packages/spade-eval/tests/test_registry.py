@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 import spade_eval
-from spade_eval import CallableClient, EvalConfigError, Item, Score, evaluate, register_suite
+from spade_envs import RegistryError
+from spade_eval import CallableClient, Item, Score, evaluate, register_suite
 from spade_eval import suites as registry
 
 PY = sys.executable
@@ -28,17 +29,16 @@ class Echo:
 
 @pytest.fixture
 def clean_registry(monkeypatch):
-    monkeypatch.setattr(registry, "_REGISTERED", {})
-    monkeypatch.setattr(registry, "_entry_points_loaded", True)
+    monkeypatch.setattr(registry, "SUITES", registry.SUITES.copy())
 
 
 def test_register_and_refuse_duplicates(clean_registry, tmp_path):
     register_suite("echo", Echo())
-    with pytest.raises(EvalConfigError, match="'echo' is already registered"):
+    with pytest.raises(RegistryError, match="'echo' is already registered"):
         register_suite("echo", Echo())
-    with pytest.raises(EvalConfigError, match="'aime' is already registered"):
+    with pytest.raises(RegistryError, match="'aime' is already registered"):
         register_suite("aime", Echo())
-    with pytest.raises(EvalConfigError, match="needs load"):
+    with pytest.raises(RegistryError, match="needs load"):
         register_suite("broken", object())
     assert spade_eval.suite_names()[-1] == "echo"
     client = CallableClient(lambda batch, s: [c[-1]["content"].split()[-1] for c in batch])
@@ -62,13 +62,13 @@ def test_entry_point_suite_is_found(tmp_path, monkeypatch, clean_registry):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ext-suite\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[spade_eval.suites]\next = ext_suite\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    monkeypatch.setattr(registry, "SUITES", registry.SUITES.copy())  # entry points read again
     assert "ext" in spade_eval.suite_names()
     assert spade_eval.get_suite("ext").load({})[0].id == "x/0"
 
 
 def test_unknown_suite_lists_the_known_ones():
-    with pytest.raises(EvalConfigError, match="unknown suite 'nope'; choose from math, science"):
+    with pytest.raises(RegistryError, match="unknown suite 'nope'; choose from math, science"):
         spade_eval.get_suite("nope")
 
 

@@ -20,16 +20,14 @@ from spade_train.types import Generation, SamplingParams, TrainSample
 # -- registry and recipe errors ----------------------------------------------------------------
 
 
-def test_registry_refuses_duplicates_and_takes_new_variants():
+def test_registry_refuses_duplicates_and_takes_new_variants(monkeypatch):
+    monkeypatch.setattr(rw, "DESIGNER_REWARDS", rw.DESIGNER_REWARDS.copy())
     with pytest.raises(ValueError, match="already registered"):
         rw.register_designer_reward("regret", lambda o, c, s: 0.0)
     rw.register_designer_reward("test-constant", lambda o, c, s: 0.25, centered=False)
-    try:
-        cfg = RewardConfig(designer="test-constant")
-        out = rw.EnvOutcome(True, skill="Math", unhinted_returns=[1.0])
-        assert rw.designer_rewards([out, out], cfg) == [0.25, 0.25]
-    finally:
-        del rw._REGISTRY["test-constant"]
+    cfg = RewardConfig(designer="test-constant")
+    out = rw.EnvOutcome(True, skill="Math", unhinted_returns=[1.0])
+    assert rw.designer_rewards([out, out], cfg) == [0.25, 0.25]
 
 
 def test_entry_point_plugins_are_registered(tmp_path, monkeypatch):
@@ -43,13 +41,12 @@ def test_entry_point_plugins_are_registered(tmp_path, monkeypatch):
         "[spade_train.designer_rewards]\nhalf-reward = my_reward_plugin:half\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(rw, "_PLUGINS_LOADED", False)
+    monkeypatch.setattr(rw, "DESIGNER_REWARDS", rw.DESIGNER_REWARDS.copy())  # read again
     try:
         assert "half-reward" in rw.designer_reward_names()
         cfg = RewardConfig(designer="half-reward", per_skill_centering=False)
         assert rw.designer_rewards([rw.EnvOutcome(True, skill="Math")], cfg) == [0.5]
     finally:
-        rw._REGISTRY.pop("half-reward", None)
         sys.modules.pop("my_reward_plugin", None)
 
 
@@ -57,25 +54,33 @@ def test_entry_point_plugins_are_registered(tmp_path, monkeypatch):
     ("override", "expected"),
     [
         ("reward.designer=blnd", "reward.designer: unknown designer reward 'blnd' (did you mean"),
-        ("reward.plateau_ramp=0", "reward.plateau_ramp: Input should be greater than 0"),
+        (
+            "reward.designer=blend reward.plateau_ramp=0",
+            "reward.options.plateau_ramp: Input should be greater than 0",
+        ),
         ("reward.lp_gamma_slow=0.99", "lp_gamma_fast must be greater than lp_gamma_slow"),
-        ("advantage.agent=ema", "advantage.agent: Input should be 'grpo' or 'ema-baseline'"),
+        (
+            "advantage.agent=ema",
+            "advantage.agent: unknown agent advantage estimator 'ema'; choose from",
+        ),
         ("advantage.game_baseline_decay=1.5", "advantage.game_baseline_decay:"),
     ],
 )
 def test_bad_reward_settings_are_one_line_recipe_errors(override, expected):
     with pytest.raises(RecipeError) as err:
-        load_recipe("quickstart", [override])
+        load_recipe("quickstart", override.split())
     message = str(err.value)
     assert expected in message and "\n" not in message
-    if "designer" in override:
-        assert "allowed: blend, learning-potential" in message
+    if "blnd" in override:
+        assert "choose from regret, regret-pure, blend, solve-rate" in message
 
 
 def test_launcher_blend_numbers():
     cfg = RewardConfig(designer="blend")
     out = rw.EnvOutcome(True, hinted_returns=[0.8], unhinted_returns=[0.5], skill="Math")
-    assert rw.blend_value(out, cfg) == pytest.approx(1.0)  # 0.6 * 1 + 0.4 * min(1, 0.3/0.15)
+    assert rw.blend_value(out, cfg.variant_options()) == pytest.approx(
+        1.0
+    )  # 0.6 * 1 + 0.4 * min(1, 0.3/0.15)
     assert rw.designer_reward(out, cfg) == pytest.approx(1.0)
 
 

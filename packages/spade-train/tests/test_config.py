@@ -125,7 +125,19 @@ def test_backend_kwargs_merge_typed_options_and_seed() -> None:
         (["=3"], "bad override"),
         (["designer..k=3"], "bad override"),
         (["cycles.x=3"], "recipe quickstart: override cycles.x: cycles is not a section"),
-        (["reward.plateau_low=0.9"], "plateau_low must not exceed plateau_high"),
+        (
+            ["reward.designer=blend", "reward.plateau_low=0.9"],
+            "recipe quickstart: reward.options: plateau_low must not exceed plateau_high",
+        ),
+        (
+            ["reward.plateau_weight=0.9"],
+            "reward.plateau_weight: an option of blend, not of the regret designer reward",
+        ),
+        (
+            ["reward.designer=solve-rate", "reward.options.regret_weight=0.1"],
+            "reward.options.regret_weight: not an option of the solve-rate reward (an option "
+            "of blend)",
+        ),
         (
             ["designer.scaffold=true", "designer.hint_source=reply"],
             "it has no hint; set designer.hint_source=policy (or endpoint)",
@@ -185,3 +197,109 @@ def test_local_thread_and_reuse_options_reach_the_backend() -> None:
     assert kw["threads"] == 1 and kw["reuse_kv"] is False
     with pytest.raises(Exception, match="threads"):
         load_recipe("quickstart", ["backend.options.threads=0x"])
+
+
+def test_reward_variants_have_typed_options_flat_or_nested_and_keep_to_their_own() -> None:
+    from spade_train.core.reward_options import BlendOptions, RewardOptions, SolveRateOptions
+
+    flat = load_recipe("quickstart", ["reward.designer=blend", "reward.plateau_weight=0.3"])
+    nested = load_recipe(
+        "quickstart", ["reward.designer=blend", "reward.options.plateau_weight=0.3"]
+    )
+    assert flat.reward == nested.reward and flat.reward.options == {"plateau_weight": 0.3}
+    typed = flat.reward.variant_options()
+    assert isinstance(typed, BlendOptions) and typed.plateau_weight == 0.3
+    assert typed.regret_weight == 0.4  # the rest: the variant's defaults
+    regret = load_recipe("quickstart").reward.variant_options()
+    assert type(regret) is RewardOptions and not type(regret).model_fields
+    # the 30B recipe writes blend's options; the ablation that picks learning-potential (and
+    # an override that picks solve-rate) starts from its own variant's defaults
+    assert load_recipe("spade-games-30b").reward.options["plateau_weight"] == 0.6
+    assert load_recipe("ablation-learning-potential").reward.options == {}
+    switched = load_recipe("spade-games-30b", ["reward.designer=solve-rate"]).reward
+    assert switched.options == {} and isinstance(switched.variant_options(), SolveRateOptions)
+    # the run directory's config.yaml loads back to the same settings
+    again = yaml.safe_load(dump_config(flat))["reward"]
+    assert again["options"] == {"plateau_weight": 0.3} and "plateau_weight" not in again
+
+
+def _sections(model: type) -> list[type]:
+    """``model`` and every model nested in its fields."""
+    import typing
+
+    from pydantic import BaseModel
+
+    seen, todo = [], [model]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.append(m)
+            for f in m.model_fields.values():
+                todo += [
+                    t
+                    for t in (f.annotation, *typing.get_args(f.annotation))
+                    if isinstance(t, type) and issubclass(t, BaseModel)
+                ]
+    return seen
+
+
+def test_every_config_field_is_described() -> None:
+    """The docs' config reference is rendered from these descriptions (the field's docstring):
+    a field without one fails here, in the run's config, each backend's options and each
+    designer reward's options."""
+    from spade_train.backends import available_backends, backend_spec
+    from spade_train.core.rewards import DESIGNER_REWARDS
+
+    models = _sections(RunConfig)
+    models += [backend_spec(name).options for name in available_backends()]
+    models += [DESIGNER_REWARDS.get(name).options for name in DESIGNER_REWARDS.names()]
+    fields = {(m.__name__, n): f for m in models for n, f in m.model_fields.items()}
+    missing = sorted(
+        f"{m}.{n}" for (m, n), f in fields.items() if not (f.description or "").strip()
+    )
+    assert not missing, f"config fields without a description: {', '.join(missing)}"
+    assert len(fields) > 200 and fields[("RunConfig", "cycles")].description.startswith("How many")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "is empty; a recipe is a mapping of keys"),
+        ("# only a comment\n", "is empty; a recipe is a mapping of keys"),
+        ("- a\n- list\n", "top level must be a mapping of keys, not a list"),
+        ("just words\n", "top level must be a mapping of keys, not a str"),
+    ],
+)
+def test_an_empty_or_non_mapping_recipe_is_refused_in_one_line(tmp_path, text, expected) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RecipeError) as info:
+        load_recipe(str(path))
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_directory_given_as_a_recipe_is_named_a_directory(tmp_path) -> None:
+    for given in (tmp_path, tmp_path / "looks.yaml"):
+        given.mkdir(exist_ok=True)
+        with pytest.raises(RecipeError, match="is a directory; give a recipe's .yaml file"):
+            load_recipe(str(given))
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("cycles=99999999999999999999999", "cycles"),
+        ("agent.envs_per_cycle=1000001", "agent.envs_per_cycle"),
+        ("designer.group_size=10000000", "designer.group_size"),
+        ("designer.sampling.max_new_tokens=1048577", "designer.sampling.max_new_tokens"),
+        ("backend.max_seq_len=99999999999", "backend.max_seq_len"),
+        ("validation.workers=5000000", "validation.workers"),
+        ("backend.options.inner=local", None),  # (the local backend has no inner: refused too)
+    ],
+)
+def test_counts_and_sizes_have_upper_bounds(override: str, key: str | None) -> None:
+    with pytest.raises(RecipeError) as info:
+        load_recipe("quickstart", [override])
+    if key is not None:
+        assert f"{key}: Input should be less than or equal to" in str(info.value)
+    assert load_recipe("quickstart", ["cycles=1000000"]).cycles == 1_000_000  # the bound itself

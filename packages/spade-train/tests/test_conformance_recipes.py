@@ -83,8 +83,8 @@ def _outcomes():
 
 
 def test_an_invalid_design_is_masked_not_penalised() -> None:
-    cfg = load_recipe("spade-games-4b").reward.model_copy(
-        update={"designer": "regret", "env_reward_scale": 1.0}
+    cfg = load_recipe("spade-games-4b").reward.model_copy(  # regret: no blend options
+        update={"designer": "regret", "env_reward_scale": 1.0, "options": {}}
     )
     scores = rw.score_designers(_outcomes(), cfg)
     # regret 0.8 and 0.0 centered over the two valid designs only; no sample for the others
@@ -202,7 +202,7 @@ def test_the_designer_sees_one_document_cut_at_the_launchers_budget(name, words,
     import json
 
     import spade_corpus as sc
-    from spade_train.cycle import grounding_sampler
+    from spade_train.resources import grounding_sampler
     from spade_train.steps.design import designer_prompts
 
     body = " ".join(f"w{i}" for i in range(words + 500))

@@ -25,6 +25,7 @@ import json
 import pytest
 from spade_train.config import load_recipe
 from spade_train.loop import start_run
+from spade_train.resources import NO_GROUNDING
 from spade_train.steps.design import current_set, design_round, designer_prompts, regenerates
 from spade_train.steps.play import episodes_per_env
 from test_loop import ForcedDesigner, good_reply, small
@@ -118,7 +119,7 @@ def test_skills_rotate_once_per_regeneration_epoch() -> None:
     for cycle in range(1, 13):
         if not regenerates(cfg, cycle):
             continue
-        _prompts, skills = designer_prompts(cfg, cycle, memory, None)
+        _prompts, skills = designer_prompts(cfg, cycle, memory, NO_GROUNDING)
         seen.append(skills)
         expected = _upstream_active_skills(cfg.designer.skills, cycle - 1, 4, 3)
         assert skills == expected
@@ -131,7 +132,7 @@ def test_skills_rotate_once_per_regeneration_epoch() -> None:
     # two skills, two per regeneration: both, every epoch (upstream disables rotation)
     two = load_recipe("ablation-two-skill", ["designer.grounding.enabled=false"])
     for cycle in (1, 5, 9):
-        assert designer_prompts(two, cycle, memory, None)[1] == ["Math", "Pattern"]
+        assert designer_prompts(two, cycle, memory, NO_GROUNDING)[1] == ["Math", "Pattern"]
 
 
 def test_one_designer_round_is_played_until_the_next(tmp_path) -> None:

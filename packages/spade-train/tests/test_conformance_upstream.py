@@ -169,11 +169,11 @@ def test_blend_default_weights_mask_negative_games():
         game("math", window={0: [0.5, 0.5], 1: [0.1, 0.1]}),
         game("math", window={}, hint=0.15),
     ]
-    assert rw.blend_value(teachable, c) == pytest.approx(4.0)
+    assert rw.blend_value(teachable, c.variant_options()) == pytest.approx(4.0)
     assert rw.micro_lp(teachable.window()) == pytest.approx(0.6)
     assert rw.frontier_penalty(0.3) == pytest.approx(0.04)
     assert rw.plateau(0.3) == pytest.approx(0.6)
-    assert rw.blend_value(outcomes[2], c) == pytest.approx(-3.6666666666666665)
+    assert rw.blend_value(outcomes[2], c.variant_options()) == pytest.approx(-3.6666666666666665)
     scores = rw.score_designers(outcomes, c)
     assert scores.rewards[0] == pytest.approx(20.0)
     assert scores.rewards[1] == pytest.approx(-20.0)
@@ -199,7 +199,9 @@ def test_blend_plateau_config_keeps_every_game_non_negative():
         game(window={0: [0.5, 0.5], 1: [0.5, 0.5]}, hint=0.8),
         game("math", window={0: [0.2, 0.2], 1: [0.2, 0.2]}, hint=0.275),
     ]
-    assert [rw.blend_value(o, c) for o in outcomes] == pytest.approx([0.0, 2.0, 0.7])
+    assert [rw.blend_value(o, c.variant_options()) for o in outcomes] == pytest.approx(
+        [0.0, 2.0, 0.7]
+    )
     scores = rw.score_designers(outcomes, c)
     assert scores.rewards == pytest.approx([-1.0, 1.0, 0.0])
 
@@ -217,7 +219,7 @@ def test_blend_frontier_penalty_masks_games_that_drift_off_fifty_percent():
     )
     eased = game(window={0: [1.0, 1.0], 1: [1.0, 1.0]})
     centered = game(window={0: [0.5, 0.5], 1: [0.5, 0.5]})
-    assert rw.blend_value(eased, c) == pytest.approx(-3.125)
+    assert rw.blend_value(eased, c.variant_options()) == pytest.approx(-3.125)
     assert rw.score_designers([eased, centered], c).rewards == [None, pytest.approx(0.0)]
 
 
@@ -270,7 +272,7 @@ def test_every_variant_returns_nothing_without_items():
 def test_blend_masking_boundary_is_strictly_negative():
     c = cfg("blend", 10.0, **BLEND_FN_DEFAULTS)
     barely = game(window={0: [0.5, 0.5], 1: [0.5, 0.5]}, hint=0.5 - 1.5e-13)
-    assert -1e-9 < rw.blend_value(barely, c) < 0
+    assert -1e-9 < rw.blend_value(barely, c.variant_options()) < 0
     assert rw.score_designers([barely], c).rewards == [None]
 
 

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 from spade_train.backends import BackendError, make_backend
+from spade_train.errors import RegistryError
 from spade_train.loss import token_logprobs
 from spade_train.models import ModelError, resolve_model
 from spade_train.types import SamplingParams, TrainSample
@@ -215,7 +216,7 @@ def test_lora_trains_only_adapters():
 def test_bad_options_and_models_are_clear_errors(tmp_path):
     with pytest.raises(BackendError, match="unknown option"):
         make_backend("local", model="tiny:qwen3", learning_rate=1)
-    with pytest.raises(BackendError, match="unknown backend"):
+    with pytest.raises(RegistryError, match="unknown backend 'nope'; choose from local, ray"):
         make_backend("nope")
     with pytest.raises(ModelError, match="config.json missing"):
         resolve_model(str(tmp_path / "absent"))

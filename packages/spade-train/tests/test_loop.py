@@ -337,8 +337,7 @@ def test_hint_endpoint_retries_and_a_dead_endpoint_never_aborts_the_cycle(tmp_pa
     try:
         cfg = small("quickstart", "designer.hint_source=endpoint",
                     f"designer.hint_endpoint={server.url}", "designer.hint_retries=3")  # fmt: skip
-        got = designs()
-        write_hints(cfg, None, 1, got)
+        got = write_hints(cfg, None, 1, designs())
         assert [d.hint for d in got] == ["reduce modulo each step"] * 2
         assert server.calls == 3  # the failed call was tried again
     finally:
@@ -348,8 +347,7 @@ def test_hint_endpoint_retries_and_a_dead_endpoint_never_aborts_the_cycle(tmp_pa
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     cfg = small("quickstart", "designer.hint_source=endpoint", f"designer.hint_endpoint={dead}",
                 "designer.hint_retries=2", "designer.hint_timeout_s=2")  # fmt: skip
-    got = designs()
-    write_hints(cfg, None, 1, got)
+    got = write_hints(cfg, None, 1, designs())
     assert [d.parse_error for d in got] == ["missing_hint", "missing_hint"]
     assert all(d.hint is None for d in got)
 

@@ -310,16 +310,18 @@ def test_self_judge_no_costs_the_designer_its_penalty(tmp_path):
 def test_a_retried_scaffolded_reply_is_prefilled_stopped_and_cut_like_the_first():
     from spade_train.core.design import build_designer_messages
     from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP
-    from spade_train.steps.pipeline import _generate
+    from spade_train.steps.validate import generate_replies
 
     cfg = load_recipe("quickstart", [*SMALL, "designer.scaffold=true",
                                      "designer.hint_source=policy"])  # fmt: skip
     backend = Scripted([SOURCE + "\nif __name__ == '__main__':\n    print(1)\n"],
                        **cfg.backend.backend_kwargs(cfg.seed))  # fmt: skip
     conv = build_designer_messages("Math", compact=True, scaffold=True)
-    texts, gens, _ = _generate(cfg, backend, [conv], seed=1)
+    texts, gens, _ = generate_replies(cfg, backend, [conv], seed=1)
     assert texts == [SCAFFOLD_PREFILL + SOURCE.rstrip() + "\n```"]
     assert gens[0].text.endswith("print(1)\n")  # the trained tokens are the policy's own
     plain = load_recipe("quickstart", SMALL)
-    texts, _, _ = _generate(plain, Scripted([GOOD], **cfg.backend.backend_kwargs(0)), [conv], 1)
+    texts, _, _ = generate_replies(
+        plain, Scripted([GOOD], **cfg.backend.backend_kwargs(0)), [conv], 1
+    )
     assert texts == [GOOD] and SCAFFOLD_STOP[0] == "\n```"

@@ -51,7 +51,10 @@ def test_validation_on_sandbox_actors_gives_the_same_reports(tmp_path):
         return loop, loop.train()
 
     loop, rows_ray = run("ray", "validation.executor=ray")
-    assert loop.res.ray_sandbox is None  # closed with the run
+    assert loop.res is not None
+    (actors,) = [p for p in loop.res.pools if type(p).__name__ == "RaySandboxPool"]
+    with pytest.raises(Exception, match="closed"):  # closed with the run
+        actors.open_env("class XEnv: pass")
     _, rows_local = run("local")
     assert rows_ray[0]["design/valid"] == 1 and rows_ray[0]["design/reasons"] == {"duplicate": 1}
     assert without_times(rows_ray) == without_times(rows_local)

@@ -7,6 +7,7 @@ import pytest
 import spade_corpus as sc
 from spade_train.config import RewardConfig
 from spade_train.core import rewards as rw
+from spade_train.core.delayed_rewards import DelayedRewards
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.core.procedural import ProceduralCurriculum, generator_names, make_source
 
@@ -113,18 +114,18 @@ def test_center_per_skill():
 
 
 def test_delayed_rewards_release_after_k_cycles_and_survive_a_checkpoint():
-    q = rw.DelayedRewards(2)
+    q = DelayedRewards(2)
     q.push(1, [{"r": 1}])
     q.push(2, [{"r": 2}, {"r": 3}])
     assert q.pop_ready(2) == []
     state = json.loads(json.dumps(q.state_dict()))
-    restored = rw.DelayedRewards(0)
+    restored = DelayedRewards(0)
     restored.load_state_dict(state)
     assert restored.pop_ready(3) == [{"r": 1}]
     assert len(restored) == 2
     assert restored.pop_ready(4) == [{"r": 2}, {"r": 3}]
-    assert rw.DelayedRewards(0).pop_ready(1) == []
-    now = rw.DelayedRewards(0)
+    assert DelayedRewards(0).pop_ready(1) == []
+    now = DelayedRewards(0)
     now.push(5, [{"r": 9}])
     assert now.pop_ready(5) == [{"r": 9}]
 

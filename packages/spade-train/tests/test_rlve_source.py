@@ -138,7 +138,7 @@ def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     cfg = rlve_cfg("cycles=2")
     loop = start_run(cfg, tmp_path / "run", progress=False)
     rows = loop.train()
-    assert loop.res.sandbox is None  # RLVE is package code: no sandbox workers were started
+    assert loop.res is not None and loop.res.pools == ()  # RLVE is package code: no sandbox
     assert [r["cycle"] for r in rows] == [1, 2]
     for row in rows:
         assert row["play/envs"] == 2 and row["play/episodes"] == 4  # unhinted only
@@ -154,11 +154,16 @@ def test_two_cycles_of_a_tiny_policy_on_rlve(tmp_path):
     loop = resume_run(tmp_path / "run", progress=False)
     assert (
         loop.cycle == 2
-        and loop.state.curriculum.controller.state_dict() == state["curriculum"]["windows"]
+        and loop.state.source.rlve.controller.state_dict() == state["curriculum"]["windows"]
     )
-    # restore opened the run's resources: the policy, but no sandbox workers (RLVE runs here)
-    assert loop.backend is not None and loop.res.sandbox is None
-    loop.close()
+    # the policy is loaded when the run starts; nothing was opened by the restore
+    assert loop.res is None and loop.policy_checkpoint == latest_policy(tmp_path / "run")
+    assert loop.train()[-1]["cycle"] == 2  # a finished run: nothing more to do
+    assert loop.res is not None and loop.res.pools == ()
+
+
+def latest_policy(run):
+    return run / "checkpoints" / (run / "checkpoints/LATEST").read_text().strip() / "policy"
 
 
 def test_the_rlve_section_is_strict():

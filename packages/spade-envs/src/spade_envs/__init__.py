@@ -94,6 +94,7 @@ from .errors import (
     FetchError,
     GemUnavailableError,
     HubUnavailableError,
+    RegistryError,
     RlveUnavailableError,
     SandboxUnavailableError,
     SourceError,
@@ -102,6 +103,7 @@ from .errors import (
 from .fetch import FetchResult, fetch_corpus, verify_release
 from .gem import GemEnvironment, GemFactory, gem_env_ids
 from .gym_env import TEXT_CHARSET, SpadeGymEnv, text_space
+from .plugins import Registry
 from .registry import NAMESPACE, SHIPPED_NAMESPACES, make_corpus_env, register_corpus
 from .registry import _register_shipped as _register_shipped
 from .rlve import OFFICIAL16 as RLVE_OFFICIAL16
@@ -235,6 +237,9 @@ __all__ = [
     "RlveUnavailableError",
     "HubUnavailableError",
     "FetchError",
+    "RegistryError",
+    # the one registry of every SPADE package
+    "Registry",
     # compat mode (games written for the released code)
     "MODES",
     "COMPAT_IMPORTS",

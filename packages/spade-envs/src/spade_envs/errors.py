@@ -17,6 +17,7 @@ __all__ = [
     "RlveUnavailableError",
     "HubUnavailableError",
     "FetchError",
+    "RegistryError",
 ]
 
 
@@ -75,3 +76,10 @@ class HubUnavailableError(SpadeEnvsError, ImportError):
 class FetchError(SpadeEnvsError, OSError):
     """Downloading a released corpus failed (network, HTTP or a missing file); running the
     same command again resumes it."""
+
+
+class RegistryError(SpadeEnvsError, ValueError):
+    """A name registered twice, looked up but never registered, or an entry point that does
+    not hold what its registry takes (:class:`spade_envs.plugins.Registry`, the one registry
+    every SPADE package uses: rewards, advantage estimators, backends, environment sources,
+    evaluation suites)."""

@@ -54,9 +54,14 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
             f"unknown config key {unknown[0]!r}; known: {', '.join(sorted(TOP_KEYS))}"
         )
     for name in config.get("suites") or {}:
-        if name not in suite_names():
-            raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(suite_names())}")
+        _known_suite(name)
     return config
+
+
+def _known_suite(name: str) -> None:
+    """A suite name the user gave: one line naming the known ones when it is not one."""
+    if name not in suite_names():
+        raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(suite_names())}")
 
 
 def summarize(
@@ -122,6 +127,8 @@ def evaluate(
     names = suites or list(suite_cfgs)
     if not names:
         raise EvalConfigError("no suites to run; name them in the config or with --suites")
+    for name in names:  # before any suite runs
+        _known_suite(name)
     sampling = dict(config.get("sampling") or {"temperature": 0.0, "max_tokens": 1024})
     seed = int(config.get("seed", 0))
     batch_size = int(config.get("batch_size", 64))

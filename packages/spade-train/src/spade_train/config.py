@@ -21,53 +21,110 @@ import spade_envs as se
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from spade_train.config_sections import (  # noqa: F401  (re-exported: the config's public names)
+from spade_train.config_backend import BackendConfig, SamplingConfig
+from spade_train.config_base import MAX_COUNT, Strict
+from spade_train.config_designer import (
+    DesignerConfig,
+    GroundingConfig,
+    LLMValidatorConfig,
+    MemoryConfig,
+    PipelineConfig,
+    ResetGateConfig,
+    SelfJudgeConfig,
+)
+from spade_train.config_sections import (
     DEFAULT_GENERATORS,
     AdvantageConfig,
     AgentConfig,
-    BackendConfig,
     CheckpointConfig,
     ColdStartConfig,
-    DesignerConfig,
     EvalConfig,
     FixedConfig,
-    GroundingConfig,
-    LLMValidatorConfig,
     LoggingConfig,
-    MemoryConfig,
-    PipelineConfig,
     PoolConfig,
-    ResetGateConfig,
     RewardConfig,
     RlveConfig,
-    SamplingConfig,
-    SelfJudgeConfig,
     ValidationConfig,
-    _Strict,
 )
 from spade_train.errors import RecipeError
 
+__all__ = [  # the config's public names: the run's model, its sections, the recipe functions
+    "DEFAULT_GENERATORS",
+    "MAX_COUNT",
+    "AdvantageConfig",
+    "AgentConfig",
+    "BackendConfig",
+    "CheckpointConfig",
+    "ColdStartConfig",
+    "DesignerConfig",
+    "EvalConfig",
+    "FixedConfig",
+    "GroundingConfig",
+    "LLMValidatorConfig",
+    "LoggingConfig",
+    "MemoryConfig",
+    "PipelineConfig",
+    "PoolConfig",
+    "RecipeError",
+    "ResetGateConfig",
+    "RewardConfig",
+    "RlveConfig",
+    "RunConfig",
+    "SamplingConfig",
+    "SelfJudgeConfig",
+    "ValidationConfig",
+    "dump_config",
+    "list_recipes",
+    "load_recipe",
+]
 
-class RunConfig(_Strict):
+
+class RunConfig(Strict):
     name: str
+    """The run's name: a recipe's file name unless it says otherwise; names the default run
+    directory (``runs/<name>-<time>``)."""
     seed: int = 0
+    """The seed of everything random in the run (sampling, pool draws, episode seeds, hint plays),
+    derived per cycle and stage, so the same recipe and seed give the same run."""
     mode: Literal["spade", "fixed-static", "fixed-procedural", "fixed-rlve"] = "spade"
+    """Where environments come from (``spade_train.sources``): ``spade`` (the designer writes them),
+    ``fixed-static`` (a static corpus), ``fixed-procedural`` (hand-written generators), ``fixed-
+    rlve`` (RLVE's environments)."""
     setting: Literal["games", "tool-use"] = "games"
-    cycles: int = Field(3, ge=1)
+    """``games`` (text games of the six cognitive skills) or ``tool-use`` (multi-turn tool-use
+    environments, grouped by domain)."""
+    cycles: int = Field(3, ge=1, le=MAX_COUNT)
+    """How many cycles the run trains; each designs, validates, plays, scores, computes advantages
+    and updates the policy once."""
     run_dir: str | None = None
+    """Where the run writes; None: ``runs/<name>-<date>-<time>`` (``spade train --run-dir`` wins
+    over both)."""
     backend: BackendConfig = Field(default_factory=BackendConfig)
+    """The policy: its backend, model and training settings."""
     designer: DesignerConfig = Field(default_factory=DesignerConfig)
+    """The designer role: prompts, sampling, hints, grounding, memory and the pipeline of step 2."""
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    """The sandbox validation of designed environments (step 2)."""
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    """The agent role: which environments it plays each cycle, how, and how an episode is scored."""
     reward: RewardConfig = Field(default_factory=RewardConfig)
+    """The designer's reward (the agent's is the episode return)."""
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
+    """How both roles' rewards become advantages (step 5)."""
     pool: PoolConfig = Field(default_factory=PoolConfig)
+    """The pool of environments the agent plays beside each cycle's new ones."""
     fixed: FixedConfig = Field(default_factory=FixedConfig)
+    """The corpus the pool starts with, and the fixed baselines' environments."""
     rlve: RlveConfig = Field(default_factory=RlveConfig)
+    """The ``fixed-rlve`` baseline's environments and difficulty controller."""
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    """What the run shows and logs while it trains."""
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    """How often the run checkpoints itself, and how many checkpoints it keeps."""
     cold_start: ColdStartConfig = Field(default_factory=ColdStartConfig)
+    """A brief supervised warm-up of the policy before the first cycle."""
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    """In-loop evaluation (spade-eval) and held-out games."""
     overlap: bool = False
     """Run each cycle's update on the trainer while the next cycle designs, validates and
     plays (generation one update behind; the PPO ratio against the sampling log-probs accounts
@@ -117,7 +174,7 @@ class RunConfig(_Strict):
 
 # -- recipes ---------------------------------------------------------------------------------
 
-_NESTED_KEY = re.compile(r"^((?:name|options)(?:\.[\w-]+)*): (.*)$")
+_NESTED_KEY = re.compile(r"^([a-z_]+(?:\.[\w-]+)*): (.*)$")
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -134,6 +191,11 @@ def list_recipes() -> list[str]:
 def _resolve(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
+        if path.is_dir():
+            raise RecipeError(
+                f"recipe {name_or_path} is a directory; give a recipe's .yaml file "
+                "(or a shipped recipe's name: spade recipes)"
+            )
         if not path.is_file():
             raise RecipeError(f"recipe file {name_or_path} does not exist")
         return path
@@ -154,13 +216,21 @@ def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     if key in seen:
         raise RecipeError(f"recipe {path.stem}: base chain loops back to itself")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" line {line + 1}" if line is not None else ""
         raise RecipeError(f"recipe {path.stem}:{where} is not valid YAML") from None
+    if data is None:
+        raise RecipeError(
+            f"recipe {path.stem}: {path} is empty; a recipe is a mapping of keys "
+            "(at least `base: quickstart` to run the quickstart's settings)"
+        )
     if not isinstance(data, dict):
-        raise RecipeError(f"recipe {path.stem}: top level must be a mapping of keys")
+        raise RecipeError(
+            f"recipe {path.stem}: top level must be a mapping of keys, not a "
+            f"{type(data).__name__} (write `key: value` lines)"
+        )
     base = data.pop("base", None)
     data.setdefault("name", path.stem)
     if base is not None:
@@ -169,8 +239,30 @@ def _read(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         parent_ref = base
         if not Path(base).is_absolute() and (path.parent / base).is_file():
             parent_ref = str(path.parent / base)
-        data = _merge(_read(parent_ref, (*seen, key)), data)
+        parent = _read(parent_ref, (*seen, key))
+        if _new_variant(parent, data.get("reward")):
+            parent["reward"] = _without_variant_options(parent["reward"])
+        data = _merge(parent, data)
     return data
+
+
+def _new_variant(data: dict[str, Any], reward: object) -> bool:
+    """Whether ``reward`` (a recipe's or an override's) picks another designer reward than
+    ``data`` holds: then ``data``'s variant options are not carried over (each variant starts
+    from its own defaults)."""
+    old = data.get("reward")
+    if not isinstance(old, dict) or not isinstance(reward, dict) or "designer" not in reward:
+        return False
+    return reward["designer"] != old.get("designer", RewardConfig.model_fields["designer"].default)
+
+
+def _without_variant_options(reward: dict[str, Any]) -> dict[str, Any]:
+    from spade_train.core.rewards import DESIGNER_REWARDS
+
+    keys = {"options"}
+    for name in DESIGNER_REWARDS.names():
+        keys |= set(DESIGNER_REWARDS.get(name).options.model_fields)
+    return {k: v for k, v in reward.items() if k not in keys}
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -197,6 +289,8 @@ def _apply_override(data: dict[str, Any], override: str, label: str) -> None:
         raise RecipeError(
             f"recipe {label}: override {key}: value {raw!r} is not valid YAML"
         ) from None
+    if key == "reward.designer" and _new_variant(data, {"designer": value}):
+        data["reward"] = _without_variant_options(data["reward"])
     node = data
     parts = key.split(".")
     for part in parts[:-1]:
@@ -209,7 +303,7 @@ def _apply_override(data: dict[str, Any], override: str, label: str) -> None:
     node[parts[-1]] = value
 
 
-def _expand(value: Any) -> Any:
+def _expand(value: object) -> object:
     if isinstance(value, str):
         return _ENV_VAR.sub(lambda m: os.environ.get(m.group(1), m.group(0)), value)
     if isinstance(value, dict):
@@ -262,9 +356,8 @@ def load_recipe(name_or_path: str, overrides: Sequence[str] = ()) -> RunConfig:
     data = _read(name_or_path)
     for override in overrides:
         _apply_override(data, override, label)
-    data = _expand(data)
     try:
-        return RunConfig.model_validate(data)
+        return RunConfig.model_validate(_expand(data))
     except ValidationError as exc:
         raise _one_line(exc, label) from None
 

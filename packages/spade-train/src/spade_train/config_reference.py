@@ -138,14 +138,21 @@ def _walk(model: type[BaseModel], prefix: str, section: str) -> list[FieldDoc]:
 
 
 def config_fields() -> list[FieldDoc]:
-    """Every recipe key: the run configuration's fields, then each backend's options."""
-    from spade_train.backends.base import available_backends, backend_spec
+    """Every recipe key: the run configuration's fields, then each backend's options, then
+    each designer reward's options (``reward.options``)."""
+    from spade_train.backends import available_backends, backend_spec
     from spade_train.config import RunConfig
+    from spade_train.core.rewards import DESIGNER_REWARDS
 
     fields = _walk(RunConfig, "", "run")
     for name in available_backends():
         options = backend_spec(name).options
         fields += _walk(options, "backend.options.", f"backend.options (backend.name: {name})")
+    for name in DESIGNER_REWARDS.names():
+        model = DESIGNER_REWARDS.get(name).options
+        if model.model_fields:
+            section = f"reward.options (reward.designer: {name})"
+            fields += _walk(model, "reward.options.", section)
     return fields
 
 

@@ -1,64 +1,52 @@
-"""One cycle of SPADE as the six steps of the documentation's concepts page, each a function of :mod:`spade_train.steps`:
+"""One cycle of SPADE as the six steps of the documentation's concepts page, each a function of
+:mod:`spade_train.steps`:
 
-1. design — the designer writes environments (:func:`steps.design.design`)
-2. validate — the sandbox judges them; the valid new ones enter the pool
+1. design — the designer writes environments (:func:`steps.design.design`; the baselines'
+   environment sources draw theirs instead: :mod:`spade_train.sources`)
+2. validate — the sandbox and the pipeline's gates judge them; the valid new ones enter the
+   pool (:func:`steps.validate.validate`)
 3. play — the agent plays each chosen environment with and without its hint
 4. score — agent reward = episode return; designer reward from its environment's outcome
 5. advantage — group-relative per role, then per-role normalization, over the joint batch
 6. update — one GRPO/PPO-clip step on the shared policy
 
-then the plays are recorded in the pool and the environment memory. :func:`run_cycle` runs
-them in order and returns the cycle's metrics row and its batch; :class:`Resources` is what the
-steps use, :class:`RunState` what a checkpoint saves.
+then the plays are recorded in the pool, the environment memory and the environment source.
+:func:`run_cycle` runs them in order and returns the cycle's metrics row and its batch;
+:class:`~spade_train.resources.Resources` is what the steps use, :class:`RunState` what a
+checkpoint saves, :class:`~spade_train.sources.EnvSource` where the environments come from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 import spade_corpus as sc
-import spade_sandbox as ss
 
 from spade_train.config import RunConfig
 from spade_train.core import rewards as rw
 from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.core.pool import EnvPool
-from spade_train.rundir import RunDir, write_jsonl
+from spade_train.resources import Resources
+from spade_train.sources import Clock, CycleInputs, EnvSource, write_design_rows
 from spade_train.spread import reward_spread
-from spade_train.steps import design as s_design
 from spade_train.steps import learn as s_learn
-from spade_train.steps import pipeline as s_pipeline
 from spade_train.steps import play as s_play
-from spade_train.steps.records import Batch, Design, Episode, PlayedEnv, Scores
-from spade_train.types import TrainSample
-
-
-@dataclass
-class Resources:
-    """What the steps use: the config, the policy, the sandboxes and the run directory."""
-
-    cfg: RunConfig
-    backend: Any
-    sandbox: Any
-    """The warm sandbox pool of this process (``ss.SandboxPool``)."""
-    ray_sandbox: Any
-    """Sandbox actors on Ray, when ``validation.executor`` or ``agent.executor`` is ``ray``."""
-    sandbox_config: ss.SandboxConfig
-    run: RunDir
-    grounding: Any = None
+from spade_train.steps import validate as s_validate
+from spade_train.steps.records import Batch, Episode, PlayedEnv, Scores
+from spade_train.types import JSON, Metrics, TrainSample
 
 
 @dataclass
 class RunState:
     """What a checkpoint saves besides the policy: the counters, the RNG, the pool, the memory,
-    the delayed designer rewards and the procedural curriculum."""
+    the delayed designer rewards and the environment source's own state (its curriculum)."""
 
     cycle: int
     rng: random.Random
@@ -69,22 +57,12 @@ class RunState:
     """The designer reward's per-skill learning-potential trackers."""
     baselines: GameBaselines
     """Per-game EMA of mean returns (``advantage.agent: ema-baseline``)."""
-    curriculum: Any = None
+    source: EnvSource
+    """Where the cycle's environments come from (``mode``)."""
 
 
-def initial_state(cfg: RunConfig) -> RunState:
-    """A new run's state: empty pool and memory, the RNG seeded, the baseline's curriculum."""
-    curriculum: Any = None
-    if cfg.mode == "fixed-procedural":
-        from spade_train.core.procedural import ProceduralCurriculum
-
-        curriculum = ProceduralCurriculum(
-            cfg.fixed.generators, target=cfg.fixed.target_win_rate, seed=cfg.seed
-        )
-    elif cfg.mode == "fixed-rlve":
-        from spade_train.core.rlve_source import RlveSource
-
-        curriculum = RlveSource(cfg.rlve, seed=cfg.seed, max_turns=cfg.agent.max_turns)
+def initial_state(cfg: RunConfig, source: EnvSource) -> RunState:
+    """A new run's state: empty pool and memory, the RNG seeded, the mode's source."""
     pool = EnvPool(
         capacity=cfg.pool.capacity,
         retire_win_rate=cfg.pool.retire_win_rate,
@@ -104,142 +82,74 @@ def initial_state(cfg: RunConfig) -> RunState:
         DelayedDesignerRewards(r.delay_cycles),
         rw.RewardState(r.lp_gamma_fast, r.lp_gamma_slow),
         GameBaselines(cfg.advantage.game_baseline_decay),
-        curriculum,
+        source,
     )
 
 
-def grounding_sampler(cfg: RunConfig) -> Any:
-    """The designer's grounding (documents or snippets, ``designer.grounding``), or None."""
-    g = cfg.designer.grounding
-    if cfg.mode != "spade" or not g.enabled:
-        return None
-    return sc.GroundingSampler(
-        g.corpus_file,
-        field=g.field,
-        max_chars=g.max_chars,
-        min_chars=min(80, g.max_chars),
-        seed=cfg.seed,
-        uniform=g.mode == "document",  # upstream draws documents uniformly
-    )
+RngState = tuple[int, tuple[int, ...], float | None]
+"""``random.Random.getstate()``."""
 
 
-def rng_to_json(state: tuple[Any, ...]) -> list[Any]:
+def rng_to_json(state: RngState) -> list[JSON]:
     version, internal, gauss = state
     return [version, list(internal), gauss]
 
 
-def rng_from_json(data: list[Any]) -> tuple[Any, ...]:
-    return (data[0], tuple(data[1]), data[2])
+def rng_from_json(data: Sequence[JSON]) -> RngState:
+    version, internal, gauss = data
+    return (cast(int, version), tuple(cast("list[int]", internal)), cast("float | None", gauss))
 
 
 def run_cycle(
-    res: Resources, state: RunState, cycle: int, progress: Any, *, train: bool = True
-) -> tuple[dict[str, Any], list[TrainSample]]:
+    res: Resources, state: RunState, cycle: int, *, train: bool = True
+) -> tuple[Metrics, list[TrainSample]]:
     """One cycle; returns its metrics row and its batch. ``train=False`` (overlap mode) leaves
     the update to the caller, who runs it beside the next cycle."""
-    cfg = res.cfg
-    row: dict[str, Any] = {"cycle": cycle}
-    times: dict[str, float] = {}
-    started = time.perf_counter()
-    designs: list[Design] = []
-    new_envs = []
-    regenerate = s_design.regenerates(cfg, cycle)  # designer rounds: designer.regenerate_every
-    between = cfg.mode == "spade" and not regenerate  # no hint plays, memory left alone
-    replay = []  # between rounds: the last round's environments, played again
-    with _timed(times, "design_s"):  # 1. design (or the baseline's source of environments)
-        if regenerate:
-            designs = s_design.design(
-                cfg, res.backend, cycle, state.memory, res.grounding, progress
-            )
-        elif cfg.mode == "spade":
-            replay = s_design.current_set(cfg, state.pool, cycle)
-        elif cfg.mode == "fixed-procedural":
-            new_envs = s_design.procedural_envs(cfg, state.curriculum, cycle)
-        elif cfg.mode == "fixed-rlve":
-            new_envs = state.curriculum.propose(cycle, cfg.agent.envs_per_cycle)
-    if cfg.mode == "spade":
-        row["design/regenerated"] = regenerate
-    if regenerate:
-        with _timed(times, "validate_s"):  # 2. validate, admit the valid new ones
-            sandbox = res.ray_sandbox if cfg.validation.executor == "ray" else res.sandbox
-            s_design.validate(cfg, designs, cycle, sandbox, res.sandbox_config, progress)
-            row.update(  # reset gate, LLM validator, retries or repairs (designer.pipeline)
-                s_pipeline.refine(
-                    cfg, res.backend, designs, cycle, sandbox, res.sandbox_config, progress, started
-                )
-            )
-            new_envs = s_design.admit_designs(cfg, designs, state.pool, cycle, res.sandbox_config)
-        row.update(design_metrics(designs))
-        row["design/new"] = s_design.mark_copies(designs)
-        write_jsonl(
-            res.run.designs / f"{res.run.cycle_name(cycle)}.jsonl", [d.to_row() for d in designs]
-        )
-    with _timed(times, "play_s"):  # 3. play
-        envs = s_play.choose_envs(cfg, new_envs or replay, state.pool, state.rng)
-        sandbox = res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
-        opener = s_play.sandboxed(sandbox)
-        if cfg.mode == "fixed-rlve":  # trusted package code, played in this process
-            opener = state.curriculum.factory
-        played, episodes = s_play.play(
-            cfg, res.backend, envs, cycle, opener, res.run, progress, hints=not between
-        )
+    cfg, source, clock = res.cfg, state.source, Clock()
+    row: Metrics = {"cycle": cycle}
+    proposal = source.propose(CycleInputs(res, cycle, state.pool, state.memory, clock))  # 1-2
+    row.update(proposal.metrics)
+    hinted = s_play.hint_plays(cfg, source.measures_regret)
+    between = 0 if proposal.between else hinted  # between designer rounds nothing reads them
+    playing = s_play.Playing(cfg, res.backend, source.opener(res), res.run, res.progress, between)
+    with clock.timed("play_s"):  # 3. play
+        chosen = proposal.new_envs or proposal.replay  # between designer rounds: the last round's
+        envs = s_play.choose_envs(cfg, chosen, state.pool, state.rng, from_pool=source.plays_pool)
+        played, episodes = s_play.play(playing, envs, cycle)
     row.update(play_metrics(played, episodes))
-    judged = s_pipeline.self_judge(cfg, res.backend, designs, played, episodes, cycle)
+    judging = s_validate.Judging(cfg, res.backend, cycle, res.validator, res.sandbox_config)
+    slots, judged = s_validate.self_judge(judging, proposal.slots, played, episodes)
     if judged:  # the verdicts join the design rows
         row.update(judged)
-        write_jsonl(
-            res.run.designs / f"{res.run.cycle_name(cycle)}.jsonl", [d.to_row() for d in designs]
-        )
+        write_design_rows(res, cycle, slots)
     scores = s_learn.score(  # 4. score
-        cfg, cycle, designs, played, episodes, state.delayed, state.reward_state
+        cfg, cycle, slots, played, episodes, state.delayed, state.reward_state
     )
     row.update(score_metrics(scores))
     batch = s_learn.advantage(cfg, scores.agent + scores.designer, state.baselines)  # 5.
     row.update(advantage_metrics(batch))
     row.update(reward_spread(scores.agent + scores.designer))  # the raw rewards' signal
     if train:  # 6. update
-        with _timed(times, "update_s"):
-            metrics = s_learn.update(res.backend, batch, progress, cycle)
+        with clock.timed("update_s"):
+            metrics = s_learn.update(res.backend, batch, res.progress, cycle)
         row.update({f"train/{k}": v for k, v in metrics.items()})
     row["train/samples"] = len(batch.samples)
     s_learn.record_plays(
-        played, cycle, state.pool, state.memory, state.curriculum, remember=not between
+        played, cycle, state.pool, state.memory, source, remember=not proposal.between
     )
     retired = state.pool.retire_saturated()
-    row.update(pool_metrics(state, len(new_envs), len(retired)))
+    row.update(pool_metrics(state, len(proposal.new_envs), len(retired)))
     if cfg.eval.heldout and cycle % cfg.eval.heldout_every == 0:
-        with _timed(times, "heldout_s"):  # never trained: how the agent does on unseen games
-            games = s_play.sandboxed(
-                res.ray_sandbox if cfg.agent.executor == "ray" else res.sandbox
-            )
-            row.update(s_play.play_heldout(cfg, res.backend, cycle, games, res.run, progress))
-    if cfg.mode == "fixed-rlve":
-        row.update(state.curriculum.metrics())
-    row.update({f"time/{k}": round(v, 3) for k, v in times.items()})
-    row["time/cycle_s"] = round(time.perf_counter() - started, 3)
+        with clock.timed("heldout_s"):  # never trained: how the agent does on unseen games
+            heldout = dataclasses.replace(playing, opener=res.sandboxed, hinted_per_env=hinted)
+            row.update(s_play.play_heldout(heldout, cycle))
+    row.update(source.metrics())
+    row.update({f"time/{k}": round(v, 3) for k, v in clock.times.items()})
+    row["time/cycle_s"] = round(time.perf_counter() - clock.started, 3)
     return row, batch.samples
 
 
-@contextmanager
-def _timed(times: dict[str, float], key: str) -> Iterator[None]:
-    t = time.perf_counter()
-    yield
-    times[key] = time.perf_counter() - t
-
-
-def design_metrics(designs: Sequence[Design]) -> dict[str, Any]:
-    reasons = Counter(d.reason for d in designs if not d.valid)
-    valid = sum(d.valid for d in designs)
-    return {
-        "design/completions": len(designs),
-        "design/parsed": sum(d.parse_error is None for d in designs),
-        "design/valid": valid,
-        "design/validity_rate": valid / max(1, len(designs)),
-        "design/reasons": dict(sorted(reasons.items(), key=lambda kv: str(kv[0]))),
-    }
-
-
-def play_metrics(played: Sequence[PlayedEnv], episodes: Sequence[Episode]) -> dict[str, Any]:
+def play_metrics(played: Sequence[PlayedEnv], episodes: Sequence[Episode]) -> Metrics:
     hinted = [r for p in played for r in p.hinted]
     unhinted = [r for p in played for r in p.unhinted]
     turns = [t for e in episodes for t in e.result.turns]
@@ -255,7 +165,7 @@ def play_metrics(played: Sequence[PlayedEnv], episodes: Sequence[Episode]) -> di
     }
 
 
-def score_metrics(scores: Scores) -> dict[str, Any]:
+def score_metrics(scores: Scores) -> Metrics:
     return {
         "reward/regret_mean": _mean(scores.regrets),
         "reward/designer_mean": _mean(scores.designer_rewards),
@@ -263,8 +173,8 @@ def score_metrics(scores: Scores) -> dict[str, Any]:
     }
 
 
-def advantage_metrics(batch: Batch) -> dict[str, Any]:
-    row: dict[str, Any] = {}
+def advantage_metrics(batch: Batch) -> Metrics:
+    row: Metrics = {}
     for role in ("agent", "designer"):
         values = batch.advantages.get(role, [])
         row[f"adv/{role}_std"] = _std(values)
@@ -272,7 +182,7 @@ def advantage_metrics(batch: Batch) -> dict[str, Any]:
     return row
 
 
-def pool_metrics(state: RunState, added: int, retired: int) -> dict[str, Any]:
+def pool_metrics(state: RunState, added: int, retired: int) -> Metrics:
     return {
         "pool/size": len(state.pool),
         "pool/added": added,

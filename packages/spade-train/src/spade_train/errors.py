@@ -7,6 +7,8 @@ them between processes). The messages are one line naming the problem and the fi
 
 from __future__ import annotations
 
+from spade_envs.plugins import RegistryError as _RegistryError
+
 
 class SpadeTrainError(Exception):
     """Root of spade-train's errors."""
@@ -82,8 +84,10 @@ class ModelError(SpadeTrainError, RuntimeError):
     """A model spec cannot be resolved; the message names it and the fix."""
 
 
-class RegistryError(SpadeTrainError, ValueError):
-    """A name registered twice, or looked up but never registered."""
+RegistryError = _RegistryError
+"""A name registered twice, or looked up but never registered: the one error of every
+registry (backends, designer rewards, advantage estimators, environment sources), spade-envs'
+:class:`spade_envs.RegistryError` (a ``ValueError``)."""
 
 
 class UserError(SpadeTrainError):

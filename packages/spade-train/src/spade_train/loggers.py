@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from spade_train.config import RunConfig
+
 
 def _scalars(row: dict[str, Any], prefix: str = "") -> dict[str, float]:
     out: dict[str, float] = {}
@@ -22,7 +24,7 @@ def _scalars(row: dict[str, Any], prefix: str = "") -> dict[str, float]:
 
 
 class WandbLogger:
-    def __init__(self, cfg: Any, run_dir: Path):
+    def __init__(self, cfg: RunConfig, run_dir: Path):
         if not os.environ.get("WANDB_API_KEY"):
             raise RuntimeError(
                 "logging.wandb is on but WANDB_API_KEY is unset; export it or set logging.wandb=false"
@@ -60,9 +62,9 @@ class TensorBoardLogger:
         self.writer.close()
 
 
-def open_loggers(cfg: Any, run_dir: Path) -> list[Any]:
+def open_loggers(cfg: RunConfig, run_dir: Path) -> list[WandbLogger | TensorBoardLogger]:
     """The loggers the config switches on."""
-    loggers: list[Any] = []
+    loggers: list[WandbLogger | TensorBoardLogger] = []
     if cfg.logging.wandb:
         loggers.append(WandbLogger(cfg, run_dir))
     if cfg.logging.tensorboard:

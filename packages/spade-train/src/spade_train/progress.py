@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import sys
 import time
+from types import TracebackType
 from typing import Any, TextIO
+
+from rich.progress import TaskID
+
+from spade_train.types import Metrics
 
 
 class StageProgress:
-    """A rich progress display per cycle stage; silent (but counting) when not a terminal."""
+    """A rich progress display per cycle stage; silent (but counting) when not a terminal.
+    Entered, it is a ``spade_train.resources.Progress``; the display starts with the first
+    stage (so what is said before it, loading the policy or seeding the pool, comes first)."""
 
     def __init__(self, enabled: bool = True) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -22,13 +29,29 @@ class StageProgress:
             transient=False,
             disable=not enabled,
         )
+        self._shown = False
 
-    def __enter__(self) -> Any:
-        self._progress.__enter__()
-        return self._progress
+    def __enter__(self) -> StageProgress:
+        self._shown = False
+        return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self._progress.__exit__(*exc)
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._shown:
+            self._progress.__exit__(kind, exc, tb)
+
+    def add_task(self, description: str, *, total: float | None = None) -> int:
+        if not self._shown:
+            self._progress.__enter__()
+            self._shown = True
+        return int(self._progress.add_task(description, total=total))
+
+    def update(self, task: int, *, completed: float | None = None) -> None:
+        self._progress.update(TaskID(task), completed=completed)
 
 
 class StepProgress:
@@ -105,8 +128,8 @@ class StepProgress:
             self._bar.__exit__(*exc)
 
 
-def summary_line(row: dict[str, Any]) -> str:
-    def f(v: Any) -> str:
+def summary_line(row: Metrics) -> str:
+    def f(v: object) -> str:
         return "-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
 
     return (

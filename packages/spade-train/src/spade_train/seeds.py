@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 
-def derive_seed(*parts: Any) -> int:
+def derive_seed(*parts: object) -> int:
     """A 31-bit seed derived from ``parts`` (stable across processes and Python versions)."""
     digest = hashlib.sha256(json.dumps(parts, default=str).encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF

@@ -8,14 +8,24 @@ stays in the loop.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 Role = Literal["agent", "designer"]
 ROLES: tuple[Role, ...] = ("agent", "designer")
 
 Message = dict[str, Any]
 """A chat message: ``{"role": "system"|"user"|"assistant"|"tool", "content": str, ...}``."""
+
+ToolSpec = dict[str, Any]
+"""An OpenAI-style tool spec: ``{"type": "function", "function": {name, description,
+parameters}}`` (``parameters`` a JSON schema)."""
+
+JSON: TypeAlias = "None | bool | int | float | str | Sequence[JSON] | Mapping[str, JSON]"
+"""A value JSON can hold: what a metrics row, a design record and a checkpoint's state are."""
+Metrics: TypeAlias = "dict[str, JSON]"
+"""A cycle's metrics row (or part of one): ``metrics.jsonl`` holds one per cycle."""
 
 
 @dataclass(frozen=True)

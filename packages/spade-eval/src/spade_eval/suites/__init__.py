@@ -8,17 +8,20 @@ for flat paper keys (``aime2025_pass1``, ``gem_eval/category_rg_math/win_rate`` 
 
 Built-in suites are imported on first use. Others register with `register_suite` or through
 the ``spade_eval.suites`` entry-point group (``name = "pkg.module"`` or ``"pkg.module:obj"``);
-a name is registered once, a second registration is refused.
+a name is registered once, a second registration is refused. The registry is spade-envs' one
+:class:`spade_envs.plugins.Registry`; its mistakes are :class:`spade_envs.RegistryError`.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from spade_envs.plugins import Registry, RegistryError
 
 from ..errors import EvalConfigError, EvalDataError
 
@@ -68,44 +71,40 @@ class Suite(Protocol):
     def score(self, item: Item, response: str) -> Score: ...
 
 
-_REGISTERED: dict[str, Any] = {}
-_entry_points_loaded = False
+def check_suite(name: str, suite: Any) -> None:
+    """Refuse a suite without ``load`` and ``score`` (:class:`spade_envs.RegistryError`)."""
+    if not isinstance(suite, Suite):
+        raise RegistryError(f"suite {name!r} needs load(config) and score(item, response)")
+
+
+SUITES: Registry[Any] = Registry("suite", entry_points=ENTRY_POINT_GROUP, check=check_suite)
+"""Every suite by name (spade-envs' one registry): the built-ins, imported at their first
+lookup, then those registered here or through the entry-point group."""
+
+
+def _builtin(name: str) -> Callable[[], Any]:
+    return lambda: importlib.import_module(f"{__name__}.{name}")
+
+
+for _name in SUITE_NAMES:
+    SUITES.register_lazy(_name, _builtin(_name))
 
 
 def register_suite(name: str, suite: Any) -> None:
-    """Register ``suite`` as ``name``; a name already taken (built-in or registered) is refused."""
-    if name in SUITE_NAMES or name in _REGISTERED:
-        raise EvalConfigError(f"suite {name!r} is already registered; pick another name")
-    if not isinstance(suite, Suite):
-        raise EvalConfigError(f"suite {name!r} needs load(config) and score(item, response)")
-    _REGISTERED[name] = suite
-
-
-def load_entry_points() -> None:
-    """Register the suites other packages declare in the ``spade_eval.suites`` group (once)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name not in _REGISTERED:
-            register_suite(ep.name, ep.load())
+    """Register ``suite`` as ``name``; a name already taken (built-in or registered) is refused
+    (:class:`spade_envs.RegistryError`)."""
+    SUITES.register(name, suite)
 
 
 def suite_names() -> list[str]:
     """Every suite name: the built-in ones, then registered ones."""
-    load_entry_points()
-    return [*SUITE_NAMES, *_REGISTERED]
+    return SUITES.names()
 
 
 def get_suite(name: str) -> Any:
-    """The suite registered as ``name``."""
-    if name in SUITE_NAMES:
-        return importlib.import_module(f"{__name__}.{name}")
-    load_entry_points()
-    if name not in _REGISTERED:
-        raise EvalConfigError(f"unknown suite {name!r}; choose from {', '.join(suite_names())}")
-    return _REGISTERED[name]
+    """The suite registered as ``name`` (:class:`spade_envs.RegistryError` naming the choices
+    when there is none)."""
+    return SUITES.get(name)
 
 
 def workspace_root(suite: str) -> Path:

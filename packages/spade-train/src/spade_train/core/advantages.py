@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Protocol
+
+import spade_envs as se
+from spade_envs.plugins import Registry
 
 from spade_train.core.learning_potential import GameBaselines
 from spade_train.types import TrainSample
@@ -63,7 +66,10 @@ def normalize_per_role(
 
 
 def compute_advantages(
-    rewards: Sequence[float], groups: Sequence[Hashable], roles: Sequence[str], cfg: Any
+    rewards: Sequence[float],
+    groups: Sequence[Hashable],
+    roles: Sequence[str],
+    cfg: AdvantageSettings,
 ) -> list[float]:
     """Group advantages, then per-role normalization when ``cfg.role_normalization``.
 
@@ -95,21 +101,63 @@ def ema_baseline_advantages(
     return out
 
 
+class AdvantageSettings(Protocol):
+    """The fields of :class:`spade_train.config.AdvantageConfig` read here."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def group_std_norm(self) -> bool: ...
+    @property
+    def eps(self) -> float: ...
+    @property
+    def role_normalization(self) -> bool: ...
+
+
+AgentAdvantage = Callable[
+    [Sequence[float], Sequence[str], AdvantageSettings, GameBaselines | None], list[float]
+]
+"""``fn(returns, games, settings, baselines) -> advantages``: an agent advantage estimator."""
+
+
+def _grpo(
+    returns: Sequence[float],
+    games: Sequence[str],
+    cfg: AdvantageSettings,
+    baselines: GameBaselines | None,
+) -> list[float]:
+    return group_advantages(returns, games, std_norm=cfg.group_std_norm, eps=cfg.eps)
+
+
+def _ema_baseline(
+    returns: Sequence[float],
+    games: Sequence[str],
+    cfg: AdvantageSettings,
+    baselines: GameBaselines | None,
+) -> list[float]:
+    if baselines is None:
+        raise ValueError("advantage.agent=ema-baseline needs the run's GameBaselines")
+    return ema_baseline_advantages(returns, games, baselines)
+
+
+AGENT_ADVANTAGES: Registry[AgentAdvantage] = Registry(
+    "agent advantage estimator", entry_points="spade_train.agent_advantages"
+)
+"""The agent's advantage estimators by name (``advantage.agent``; spade-envs' one registry):
+``grpo`` (per-game z-score, the paper launchers) and ``ema-baseline`` (upstream's default)."""
+AGENT_ADVANTAGES.register("grpo", _grpo)
+AGENT_ADVANTAGES.register("ema-baseline", _ema_baseline)
+
+
 def agent_advantages(
     returns: Sequence[float],
     games: Sequence[str],
-    cfg: Any,
+    cfg: AdvantageSettings,
     baselines: GameBaselines | None = None,
 ) -> list[float]:
     """The agent's advantages under ``cfg.agent`` (``grpo``: per-game z-score;
     ``ema-baseline``: :func:`ema_baseline_advantages`, which needs ``baselines``)."""
-    if cfg.agent == "grpo":
-        return group_advantages(returns, games, std_norm=cfg.group_std_norm, eps=cfg.eps)
-    if cfg.agent == "ema-baseline":
-        if baselines is None:
-            raise ValueError("advantage.agent=ema-baseline needs the run's GameBaselines")
-        return ema_baseline_advantages(returns, games, baselines)
-    raise ValueError(f"unknown agent advantage {cfg.agent!r}; use grpo or ema-baseline")
+    return AGENT_ADVANTAGES.get(cfg.agent)(returns, games, cfg, baselines)
 
 
 # -- loss masks ---------------------------------------------------------------------------------
@@ -126,7 +174,7 @@ def compact_filter(samples: Sequence[TrainSample], truncated: bool) -> list[Trai
     return zero_loss_mask(samples) if truncated else list(samples)
 
 
-def malformed_tool_call_turns(turns: Sequence[Any]) -> list[bool]:
+def malformed_tool_call_turns(turns: Sequence[se.TurnRecord]) -> list[bool]:
     """Per agent turn (spade-envs ``TurnRecord``): True when the reply tried a tool call
     (``<tool_call>`` in it) but no call could be parsed and it was not a final answer."""
     return [

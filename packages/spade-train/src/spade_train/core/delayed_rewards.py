@@ -24,7 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from spade_train.core.rewards import DesignerScores, EnvOutcome, RewardState, score_designers
+from spade_train.core.rewards import (
+    DesignerScores,
+    EnvOutcome,
+    RewardSettings,
+    RewardState,
+    score_designers,
+)
 
 
 @dataclass
@@ -94,7 +100,7 @@ class DelayedDesignerRewards:
         self,
         chosen: list[dict[str, Any]],
         full: bool,
-        cfg: Any,
+        cfg: RewardSettings,
         state: RewardState | None,
         n_agent_episodes: int | None,
     ) -> Released:
@@ -118,7 +124,7 @@ class DelayedDesignerRewards:
     def pop_ready(
         self,
         cycle: int,
-        cfg: Any,
+        cfg: RewardSettings,
         state: RewardState | None = None,
         n_agent_episodes: int | None = None,
     ) -> Released:
@@ -128,7 +134,10 @@ class DelayedDesignerRewards:
         return self._release(chosen, False, cfg, state, n_agent_episodes)
 
     def flush(
-        self, cfg: Any, state: RewardState | None = None, n_agent_episodes: int | None = None
+        self,
+        cfg: RewardSettings,
+        state: RewardState | None = None,
+        n_agent_episodes: int | None = None,
     ) -> Released:
         """Score and remove every pending item on all plays recorded (the last cycle)."""
         chosen = sorted(self._items, key=lambda it: it["cycle"])

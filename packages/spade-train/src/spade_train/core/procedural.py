@@ -15,6 +15,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from spade_train.core.pool import PoolEntry
+
 MIN_LEVEL, MAX_LEVEL = 1, 10
 
 # One ``_make(rng, level) -> (question, answer)`` per generator, with its skill and hint.
@@ -287,7 +289,7 @@ class ProceduralCurriculum:
         self.levels[generator] = level
         return level
 
-    def observe(self, entry: Any, returns: list[float]) -> None:
+    def observe(self, entry: PoolEntry, returns: list[float]) -> None:
         """Update the level of ``entry``'s generator from its unhinted episode ``returns``."""
         wins = [float(r >= 1.0) for r in returns]
         self.update(entry.origin, sum(wins) / len(wins) if wins else None)

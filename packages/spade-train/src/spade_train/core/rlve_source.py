@@ -23,6 +23,7 @@ from typing import Any
 
 import spade_envs as se
 
+from spade_train.config_sections import RlveConfig
 from spade_train.core.pool import PoolEntry
 
 
@@ -97,7 +98,7 @@ class _Planned:
 class RlveSource:
     """Each cycle's RLVE environments and their difficulty (``cfg`` is a ``RlveConfig``)."""
 
-    def __init__(self, cfg: Any, seed: int, max_turns: int) -> None:
+    def __init__(self, cfg: RlveConfig, seed: int, max_turns: int) -> None:
         try:
             self.names = se.resolve_rlve_env_set(cfg.envs)
         except se.SpadeEnvsError as exc:

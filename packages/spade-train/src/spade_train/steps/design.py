@@ -1,26 +1,23 @@
-"""Steps 1–2: the designer writes environments, the sandbox validates them, the valid new ones
-enter the pool (the fixed-procedural baseline draws its environments instead)."""
+"""Step 1: the designer writes environments (``group_size`` completions per prompt), each
+parsed into source and hint (the hint from a separate pass unless ``hint_source: reply``).
+Every record is a frozen :class:`~spade_train.steps.records.Design`; step 2 is
+:mod:`spade_train.steps.validate`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import spade_corpus as sc
 import spade_envs as se
-import spade_sandbox as ss
 
+from spade_train.backends.base import PolicyBackend
 from spade_train.config import RunConfig
 from spade_train.core import design as dz
 from spade_train.core.pool import EnvPool, PoolEntry
-from spade_train.core.scaffold import (
-    SCAFFOLD_PREFILL,
-    SCAFFOLD_STOP,
-    close_reply,
-    copies_of_references,
-)
+from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP, close_reply
+from spade_train.resources import Grounding, Progress
 from spade_train.seeds import derive_seed
 from spade_train.steps.records import Design
 from spade_train.types import Message
@@ -33,7 +30,7 @@ def design_round(cfg: RunConfig, cycle: int) -> int:
 
 def regenerates(cfg: RunConfig, cycle: int) -> bool:
     """Whether the designer writes a new set of environments at this cycle."""
-    return cfg.mode == "spade" and (cycle - 1) % cfg.designer.regenerate_every == 0
+    return (cycle - 1) % cfg.designer.regenerate_every == 0
 
 
 def current_set(cfg: RunConfig, pool: EnvPool, cycle: int) -> list[PoolEntry]:
@@ -44,7 +41,7 @@ def current_set(cfg: RunConfig, pool: EnvPool, cycle: int) -> list[PoolEntry]:
 
 
 def designer_prompts(
-    cfg: RunConfig, cycle: int, memory: sc.EnvironmentMemory, grounding: Any
+    cfg: RunConfig, cycle: int, memory: sc.EnvironmentMemory, grounding: Grounding
 ) -> tuple[list[list[Message]], list[str]]:
     """This round's designer prompts and their target skills (rotating through the skills
     once per designer round, as upstream's skills-per-regen window)."""
@@ -53,10 +50,9 @@ def designer_prompts(
     for p in range(d.prompts_per_cycle):
         index = design_round(cfg, cycle) * d.prompts_per_cycle + p
         skill = d.skills[index % len(d.skills)]
-        snippets = []
-        if grounding is not None and d.grounding.mode == "document":
+        if d.grounding.enabled and d.grounding.mode == "document":
             snippets = [grounding.document(index=index, max_words=d.grounding.max_words).text]
-        elif grounding is not None:
+        else:  # (no grounding: none)
             snippets = [s.text for s in grounding.sample(d.grounding.k, index=index)]
         shown = None
         if d.memory.enabled and len(memory):
@@ -91,11 +87,11 @@ def designer_prompts(
 
 def design(
     cfg: RunConfig,
-    backend: Any,
+    backend: PolicyBackend,
     cycle: int,
     memory: sc.EnvironmentMemory,
-    grounding: Any,
-    progress: Any,
+    grounding: Grounding,
+    progress: Progress,
 ) -> list[Design]:
     """Step 1: ``group_size`` completions per prompt, parsed into source and hint."""
     d = cfg.designer
@@ -113,60 +109,84 @@ def design(
     for i, gen in enumerate(generations):
         p, g = divmod(i, d.group_size)
         text = close_reply(gen.text) if d.scaffold else gen.text
-        rec = Design(p, g, skills[p], prefill + text, gen, prompt=conversations[i])
-        designs.append(parse_reply(rec, cfg))
-    if d.hint_source != "reply":
-        write_hints(cfg, backend, cycle, [x for x in designs if x.source is not None])
-    for x in designs:
-        if x.parsed:
-            digest = se.sha256_text(x.source or "")[:10]
-            x.env_id = f"c{cycle:04d}_p{x.prompt_index}_g{x.completion_index}_{digest}"
-    return designs
+        reply = Design(p, g, skills[p], prefill + text, gen, prompt=conversations[i])
+        designs.append(parse_reply(reply, cfg))
+    return finish(cfg, backend, cycle, designs)
+
+
+def finish(
+    cfg: RunConfig, backend: PolicyBackend, cycle: int, designs: Sequence[Design]
+) -> list[Design]:
+    """Parsed replies completed: the hint pass (unless ``hint_source: reply``), then an
+    environment id for each design that parsed."""
+    out = list(designs)
+    if cfg.designer.hint_source != "reply":
+        todo = [i for i, x in enumerate(out) if x.parsed]
+        hinted = write_hints(cfg, backend, cycle, [out[i] for i in todo])
+        for i, x in zip(todo, hinted, strict=True):
+            out[i] = x
+    return [with_env_id(x, cycle) for x in out]
+
+
+def with_env_id(x: Design, cycle: int) -> Design:
+    """The design with its environment id, when it parsed."""
+    if not x.parsed:
+        return x
+    digest = se.sha256_text(x.source or "")[:10]
+    return replace(x, env_id=f"c{cycle:04d}_p{x.prompt_index}_g{x.completion_index}_{digest}")
 
 
 def parse_reply(rec: Design, cfg: RunConfig) -> Design:
-    """Set the source, class and hint of ``rec`` from its text (or its parse error)."""
+    """``rec`` with the source, class and hint of its text (or its parse error)."""
     try:
         parsed = dz.parse_designer_output(rec.text, max_source_chars=cfg.designer.max_source_chars)
-        rec.source, rec.class_name, rec.hint = parsed.source, parsed.class_name, parsed.hint
     except dz.DesignParseError as exc:
+        source = None
         if exc.code in ("missing_hint", "empty_hint") and cfg.designer.hint_source != "reply":
-            rec.source = exc.source
-        if rec.source is None:
-            rec.parse_error, rec.parse_message = exc.code, exc.message
-    return rec
+            source = exc.source
+        if source is None:
+            return replace(rec, parse_error=exc.code, parse_message=exc.message)
+        return replace(rec, source=source)
+    return replace(rec, source=parsed.source, class_name=parsed.class_name, hint=parsed.hint)
 
 
-def write_hints(cfg: RunConfig, backend: Any, cycle: int, designs: Sequence[Design]) -> None:
-    """The separate hint pass over each design's code (by the policy or an endpoint; never
-    trained), each hint tried ``hint_retries`` times; a design left without one is
-    ``missing_hint``. A failed endpoint call never aborts the cycle."""
+def write_hints(
+    cfg: RunConfig, backend: PolicyBackend | None, cycle: int, designs: Sequence[Design]
+) -> list[Design]:
+    """The designs with the hints of a separate pass over each one's code (by the policy or
+    an endpoint; never trained), each hint tried ``hint_retries`` times; a design left without
+    one is ``missing_hint``. A failed endpoint call never aborts the cycle. (``backend`` may
+    be None when the hints come from an endpoint.)"""
     d = cfg.designer
-    todo = list(designs)
+    out = list(designs)
+    todo = list(range(len(out)))
     for attempt in range(d.hint_retries):
         if not todo:
-            return
-        conversations = [dz.build_hint_messages(x.source or "", x.skill) for x in todo]
+            break
+        conversations = [dz.build_hint_messages(out[i].source or "", out[i].skill) for i in todo]
         if d.hint_source == "policy":
             params = replace(
                 d.sampling.to_params(derive_seed(cfg.seed, cycle, "hint", attempt)),
                 max_new_tokens=d.hint_max_new_tokens,
                 temperature=d.hint_temperature,
             )
+            assert backend is not None, "the policy's hint pass needs the policy"
             texts: list[str | None] = [g.text for g in backend.generate(conversations, params)]
         else:
             texts = endpoint_complete(cfg, conversations)
         failed = []
-        for x, text in zip(todo, texts, strict=True):
+        for i, text in zip(todo, texts, strict=True):
             try:
-                x.hint = dz.parse_hint_output(text or "")
-                x.parse_error = x.parse_message = None
+                hint = dz.parse_hint_output(text or "")
+                out[i] = replace(out[i], hint=hint, parse_error=None, parse_message=None)
             except dz.DesignParseError as exc:
-                x.parse_error, x.parse_message = "missing_hint", f"hint pass: {exc.message}"
-                failed.append(x)
+                message = f"hint pass: {exc.message}"
+                out[i] = replace(out[i], parse_error="missing_hint", parse_message=message)
+                failed.append(i)
         todo = failed
         if todo and d.hint_source == "endpoint" and attempt + 1 < d.hint_retries:
             time.sleep(min(8.0, 0.5 * 2**attempt))  # back off before asking again
+    return out
 
 
 def endpoint_complete(
@@ -200,108 +220,3 @@ def endpoint_complete(
             except (httpx.HTTPError, KeyError, IndexError, ValueError):
                 texts.append(None)
     return texts
-
-
-def validate(
-    cfg: RunConfig,
-    designs: Sequence[Design],
-    cycle: int,
-    sandbox: Any,
-    sandbox_config: ss.SandboxConfig,
-    progress: Any,
-) -> None:
-    """Step 2: every parsed design validated in the sandbox; the report is set on it."""
-    todo = [x for x in designs if x.parsed]
-    task = progress.add_task(f"cycle {cycle}: validate", total=max(1, len(todo)))
-    skill_arg = se.TOOL_USE if cfg.setting == "tool-use" else None
-    items = [
-        sc.ValidationItem(
-            x.source or "", x.hint or "", x.env_id, skill_arg or x.skill, cfg.agent.max_turns
-        )
-        for x in todo
-    ]
-    seeds = tuple(range(cfg.validation.seeds))
-    reports: list[sc.ValidationReport] = []
-    if items and cfg.validation.executor == "ray":  # sandbox actors: same reports, same order
-        reports = sandbox.validate_many(items, seeds=seeds, config=sandbox_config)
-    elif items:
-        workers = cfg.validation.workers
-        reports = sc.validate_many(
-            items, workers=workers, progress=False, pool=sandbox, seeds=seeds
-        )
-    progress.update(task, completed=max(1, len(todo)))
-    for x, report in zip(todo, reports, strict=True):
-        x.report = report
-
-
-def mark_copies(designs: Sequence[Design]) -> int:
-    """Mark each valid design that copies a scaffold example or a shipped corpus game
-    (``copy_of``); returns how many valid designs are new."""
-    valid = [x for x in designs if x.valid]
-    copies = copies_of_references([(x.env_id or "", x.source or "") for x in valid])
-    for x in valid:
-        x.copy_of = copies.get(x.env_id or "")
-    return sum(x.copy_of is None for x in valid)
-
-
-def admit_designs(
-    cfg: RunConfig,
-    designs: Sequence[Design],
-    pool: EnvPool,
-    cycle: int,
-    sandbox_config: ss.SandboxConfig,
-) -> list[PoolEntry]:
-    """Valid designs enter the pool (a source or id it already holds is a ``duplicate``)."""
-    accepted = []
-    for x in designs:
-        if not x.valid or x.report is None:
-            continue
-        class_name = x.report.checks.get("class_name") or x.class_name or ""
-        tools = None
-        if cfg.setting == "tool-use":
-            tools = read_tools(x.source or "", class_name, sandbox_config)
-        entry = PoolEntry(
-            env_id=x.env_id or "",
-            source=x.source or "",
-            class_name=class_name,
-            hint=x.hint,
-            skill=x.skill,
-            max_turns=cfg.agent.max_turns,
-            cycle_added=cycle,
-            origin="designer",
-            tools=tools,
-        )
-        if pool.add(entry) is not None:
-            accepted.append(entry)
-        else:
-            x.mark_duplicate()
-    return accepted
-
-
-def read_tools(
-    source: str, class_name: str, sandbox_config: ss.SandboxConfig
-) -> list[dict[str, Any]] | None:
-    """The declared tools of a validated tool-use environment (read in the sandbox: a
-    sandboxed environment exposes no attributes to the runner)."""
-    try:
-        tools, _domain = sc.read_tools(source, class_name, sandbox_config)
-    except se.ContractError:
-        return None
-    return [dict(t) for t in tools] if isinstance(tools, list) and tools else None
-
-
-def procedural_envs(cfg: RunConfig, curriculum: Any, cycle: int) -> list[PoolEntry]:
-    """The fixed-procedural baseline's environments for this cycle (not pooled)."""
-    return [
-        PoolEntry(
-            env_id=f"c{cycle:04d}_proc{i}_{d.origin}",
-            source=d.source,
-            class_name=d.class_name,
-            hint=d.hint,
-            skill=d.skill,
-            max_turns=cfg.agent.max_turns,
-            cycle_added=cycle,
-            origin=d.origin,
-        )
-        for i, d in enumerate(curriculum.propose(cfg.agent.envs_per_cycle))
-    ]

@@ -4,26 +4,35 @@ update; then the cycle's plays are recorded in the pool and the environment memo
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Protocol, cast
 
 import spade_corpus as sc
 
+from spade_train.backends.base import PolicyBackend
 from spade_train.config import RunConfig
 from spade_train.core import advantages as adv
 from spade_train.core import rewards as rw
 from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
-from spade_train.core.pool import EnvPool, measured_difficulty
+from spade_train.core.pool import EnvPool, PoolEntry, measured_difficulty
 from spade_train.play import samples_from_generations
-from spade_train.steps.records import Batch, Design, Episode, PlayedEnv, Scored, Scores
-from spade_train.types import TrainSample
+from spade_train.resources import Progress
+from spade_train.steps.records import Batch, Episode, PlayedEnv, Scored, Scores, Validated
+from spade_train.types import JSON, Role, TrainSample
+
+
+class PlayObserver(Protocol):
+    """What learns from the cycle's plays besides the pool and the memory (an environment
+    source's curriculum): each environment's unhinted returns, in play order."""
+
+    def observe(self, entry: PoolEntry, returns: Sequence[float]) -> None: ...
 
 
 def score(
     cfg: RunConfig,
     cycle: int,
-    designs: Sequence[Design],
+    slots: Sequence[Validated],
     played: Sequence[PlayedEnv],
     episodes: Sequence[Episode],
     delayed: DelayedDesignerRewards,
@@ -43,32 +52,7 @@ def score(
         )
         for e in trained
     ]
-    by_id = {p.entry.env_id: p for p in played}
-    outcomes, payloads, regrets = [], [], []
-    for d in designs:
-        p = by_id.get(d.env_id or "") if d.valid else None
-        outcomes.append(
-            rw.EnvOutcome(
-                valid=p is not None,
-                reason=d.reason,
-                first_turn_valid=d.repaired_turn is None,
-                hinted_returns=tuple(p.hinted) if p else (),
-                unhinted_returns=tuple(p.unhinted) if p else (),
-                skill=d.skill,
-                timed_out=bool(d.reason and "timeout" in d.reason),
-                step_timeout=bool(p and p.step_timeout),
-                env_id=d.env_id,
-                parsed=d.parsed,
-                copy_of=d.copy_of,
-            )
-        )
-        if p is not None:
-            regrets.append(rw.regret(p.hinted, p.unhinted))
-        samples = samples_from_generations([d.generation], 0.0, "designer", {"cycle": cycle})
-        payload = Scored("designer", (cycle, d.prompt_index), 0.0, samples).to_json()
-        payload["repaired"] = d.repaired_turn is not None  # the trained first reply failed
-        payload["penalty"] = cfg.designer.pipeline.self_judge.penalty if d.judged_invalid else 0.0
-        payloads.append(payload)
+    outcomes, payloads, regrets = designer_items(cfg, cycle, slots, played)
     delayed.push(cycle, outcomes, payloads)
     delayed.record_plays(cycle, {p.entry.env_id: p.unhinted for p in played})
     if cycle >= cfg.cycles:
@@ -88,12 +72,47 @@ def score(
     return Scores(agent, ready, [s.reward for s in ready], regrets, metrics)
 
 
-def _final(cfg: RunConfig, payload: dict[str, Any], reward: float) -> float:
+def designer_items(
+    cfg: RunConfig, cycle: int, slots: Sequence[Validated], played: Sequence[PlayedEnv]
+) -> tuple[list[rw.EnvOutcome], list[dict[str, JSON]], list[float]]:
+    """Each designer slot's outcome, its training payload (queued until its reward is
+    released) and, for the slots that were played, their regret."""
+    by_id = {p.entry.env_id: p for p in played}
+    outcomes, payloads, regrets = [], [], []
+    for s in slots:
+        p = by_id.get(s.env_id or "") if s.valid else None
+        outcomes.append(
+            rw.EnvOutcome(
+                valid=p is not None,
+                reason=s.reason,
+                first_turn_valid=s.verdict.repaired_turn is None,
+                hinted_returns=tuple(p.hinted) if p else (),
+                unhinted_returns=tuple(p.unhinted) if p else (),
+                skill=s.skill,
+                timed_out=bool(s.reason and "timeout" in s.reason),
+                step_timeout=bool(p and p.step_timeout),
+                env_id=s.env_id,
+                parsed=s.parsed,
+                copy_of=s.verdict.copy_of,
+            )
+        )
+        if p is not None:
+            regrets.append(rw.regret(p.hinted, p.unhinted))
+        samples = samples_from_generations([s.design.generation], 0.0, "designer", {"cycle": cycle})
+        payload = Scored("designer", (cycle, s.design.prompt_index), 0.0, samples).to_json()
+        payload["repaired"] = s.verdict.repaired_turn is not None  # the trained reply failed
+        judged = s.verdict.judged_invalid
+        payload["penalty"] = cfg.designer.pipeline.self_judge.penalty if judged else 0.0
+        payloads.append(payload)
+    return outcomes, payloads, regrets
+
+
+def _final(cfg: RunConfig, payload: Mapping[str, JSON], reward: float) -> float:
     """A released designer reward after the pipeline's adjustments: a design that needed a
     repair turn earns ``repaired_reward`` (upstream: 0), a self-judged "no" adds its penalty."""
     pipeline = cfg.designer.pipeline
     value = pipeline.repaired_reward if payload.get("repaired") else float(reward)
-    return value + float(payload.get("penalty", 0.0))
+    return value + float(cast(float, payload.get("penalty", 0.0)))
 
 
 def advantage(cfg: RunConfig, items: Sequence[Scored], baselines: GameBaselines) -> Batch:
@@ -112,14 +131,16 @@ def advantage(cfg: RunConfig, items: Sequence[Scored], baselines: GameBaselines)
     if a.role_normalization and values:
         values = adv.normalize_per_role(values, roles, eps=a.eps)
     samples: list[TrainSample] = []
-    per_role: dict[Any, list[float]] = {"agent": [], "designer": []}
+    per_role: dict[Role, list[float]] = {"agent": [], "designer": []}
     for item, value in zip(ordered, values, strict=True):
         samples += [s.with_advantage(value) for s in item.samples]
         per_role[item.role].append(value)
     return Batch(samples, per_role)
 
 
-def update(backend: Any, batch: Batch, progress: Any, cycle: int) -> dict[str, float]:
+def update(
+    backend: PolicyBackend, batch: Batch, progress: Progress, cycle: int
+) -> dict[str, float]:
     """Step 6: one GRPO/PPO-clip step over the joint batch, then the new weights published."""
     task = progress.add_task(f"cycle {cycle}: update", total=1)
     metrics: dict[str, float] = {}
@@ -135,17 +156,16 @@ def record_plays(
     cycle: int,
     pool: EnvPool,
     memory: sc.EnvironmentMemory,
-    curriculum: Any,
+    observer: PlayObserver,
     *,
     remember: bool = True,
 ) -> None:
-    """The cycle's returns enter the pool's running statistics, the environment memory (this
-    cycle's difficulty and regret; ``remember=False`` between designer rounds, where upstream
-    leaves its memory alone) and the procedural curriculum."""
+    """The cycle's returns enter the pool's running statistics, the environment source (its
+    curriculum) and the environment memory (this cycle's difficulty and regret;
+    ``remember=False`` between designer rounds, where upstream leaves its memory alone)."""
     for p in played:
         pool.record(p.entry.env_id, p.hinted, p.unhinted, cycle)
-        if curriculum is not None:
-            curriculum.observe(p.entry, p.unhinted)
+        observer.observe(p.entry, p.unhinted)
         if not remember:
             continue
         win, regret = measured_difficulty(p.hinted, p.unhinted)

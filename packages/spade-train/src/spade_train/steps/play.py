@@ -3,31 +3,39 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import spade_envs as se
 
+from spade_train.backends.base import PolicyBackend
 from spade_train.config import RunConfig
 from spade_train.core import advantages as adv
 from spade_train.core import rewards as rw
-from spade_train.core.hint_plays import plan_episodes
+from spade_train.core.hint_plays import PlannedEpisode, plan_episodes
 from spade_train.core.pool import WIN_THRESHOLD, EnvPool, PoolEntry
 from spade_train.play import PolicyAgent, episode_samples
+from spade_train.resources import EnvOpener, Progress
 from spade_train.rundir import RunDir
 from spade_train.seeds import derive_seed
 from spade_train.steps.records import Episode, PlayedEnv
-from spade_train.types import SamplingParams, TrainSample
+from spade_train.types import JSON, Metrics, SamplingParams, TrainSample
 
 
 def choose_envs(
-    cfg: RunConfig, new_envs: Sequence[PoolEntry], pool: EnvPool, rng: random.Random
+    cfg: RunConfig,
+    new_envs: Sequence[PoolEntry],
+    pool: EnvPool,
+    rng: random.Random,
+    *,
+    from_pool: bool = True,
 ) -> list[PoolEntry]:
-    """This cycle's environments: the new ones, then pool draws up to ``envs_per_cycle``
-    (the fixed-procedural and fixed-rlve baselines play only their fresh environments)."""
+    """This cycle's environments: the new ones, then (``from_pool``) pool draws up to
+    ``envs_per_cycle`` (the fixed-procedural and fixed-rlve baselines play only their fresh
+    environments)."""
     chosen = list(new_envs)
     room = max(0, cfg.agent.envs_per_cycle - len(chosen))
-    if room and cfg.mode not in ("fixed-procedural", "fixed-rlve"):
+    if room and from_pool:
         taken = {e.env_id for e in chosen}
         drawn = pool.sample(room + len(taken), rng)
         chosen += [e for e in drawn if e.env_id not in taken][:room]
@@ -43,9 +51,10 @@ def episodes_per_env(cfg: RunConfig, n_envs: int) -> int:
     return -(-a.batch_episodes // n_envs)
 
 
-def hint_plays(cfg: RunConfig) -> int:
-    """Hinted episodes per environment: only SPADE's designer reward reads them."""
-    if cfg.mode != "spade" or not rw.get_designer_reward(cfg.reward.designer).uses_hint:
+def hint_plays(cfg: RunConfig, regret: bool = True) -> int:
+    """Hinted episodes per environment: only SPADE's designer reward reads them (``regret``:
+    the environment source is the designer, whose reward measures regret)."""
+    if not regret or not rw.get_designer_reward(cfg.reward.designer).uses_hint:
         return 0
     return cfg.agent.hint_plays_per_env
 
@@ -58,29 +67,68 @@ def agent_system_prompt(cfg: RunConfig) -> str | None:
     return prompt or None
 
 
+@dataclass(frozen=True)
+class Playing:
+    """What step 3 uses: the policy, how it opens environments, where transcripts go."""
+
+    cfg: RunConfig
+    backend: PolicyBackend
+    opener: EnvOpener
+    run: RunDir
+    progress: Progress
+    hinted_per_env: int
+    """Hinted episodes per environment (``hint_plays``; 0 between designer rounds, where
+    nothing reads them)."""
+
+
 def play(
-    cfg: RunConfig,
-    backend: Any,
-    envs: Sequence[PoolEntry],
-    cycle: int,
-    opener: Callable[[PoolEntry], Any],
-    run: RunDir,
-    progress: Any,
-    stream: str = "agent",
-    hints: bool = True,
+    ctx: Playing, envs: Sequence[PoolEntry], cycle: int, stream: str = "agent"
 ) -> tuple[list[PlayedEnv], list[Episode]]:
-    """Per environment ``episodes_per_env`` unhinted (trained) episodes and ``hint_plays``
-    hinted ones on their own seeds (reward only, unless ``train_hint_plays``); the first
-    transcripts of the cycle are saved (none for any ``stream`` but ``agent``, which also
-    names the sampling seeds' stream). ``hints=False``: no hinted episodes."""
-    a = cfg.agent
+    """Per environment ``episodes_per_env`` unhinted (trained) episodes and
+    ``ctx.hinted_per_env`` hinted ones on their own seeds (reward only, unless
+    ``train_hint_plays``); the first transcripts of the cycle are saved (none for any
+    ``stream`` but ``agent``, which also names the sampling seeds' stream)."""
+    cfg, a = ctx.cfg, ctx.cfg.agent
+    specs, owners = episode_specs(ctx, envs, cycle)
+    label = "play" if stream == "agent" else stream
+    task = ctx.progress.add_task(f"cycle {cycle}: {label}", total=max(1, len(specs)))
+    base = derive_seed(cfg.seed, cycle, stream)
+
+    def params_for(call: int) -> SamplingParams:
+        return a.sampling.to_params((base + call) & 0x7FFFFFFF)
+
+    agent = PolicyAgent(ctx.backend, params_for, answer_prefix=a.answer_prefix, thinking=a.thinking)
+    results: list[se.EpisodeResult] = []
+    if specs:
+        results = se.run_episodes(
+            specs,
+            agent,
+            on_turn=lambda done, total: ctx.progress.update(task, completed=done),
+            concurrency=a.concurrency,
+            workers=a.env_workers,
+            scoring=a.scoring,
+            system_prompt=agent_system_prompt(cfg),
+            agent_turn_s=a.turn_budget_s,
+            agent_episode_s=a.episode_budget_s,
+        )
+    ctx.progress.update(task, completed=max(1, len(specs)))
+    played, episodes = collect(cfg, agent, envs, results, owners)
+    if stream == "agent":
+        save_transcripts(episodes, played, ctx.run, cycle, cfg.logging.transcripts_per_cycle)
+    return played, episodes
+
+
+def episode_specs(
+    ctx: Playing, envs: Sequence[PoolEntry], cycle: int
+) -> tuple[list[se.EpisodeSpec], list[tuple[int, PlannedEpisode]]]:
+    """The episodes to play, each with the environment (index) and plan it belongs to."""
+    a = ctx.cfg.agent
     specs, owners = [], []
-    n_episodes = episodes_per_env(cfg, len(envs))
+    n_episodes = episodes_per_env(ctx.cfg, len(envs))
     for k, entry in enumerate(envs):
-        factory = opener(entry)
-        # no hint: a hinted play is a plain repeat; between designer rounds nothing reads them
-        hinted = hint_plays(cfg) if entry.hint and hints else 0
-        plan = plan_episodes(cfg.seed, cycle, entry.env_id, n_episodes, hinted,
+        factory = ctx.opener(entry)
+        hinted = ctx.hinted_per_env if entry.hint else 0  # no hint: a hinted play is a repeat
+        plan = plan_episodes(ctx.cfg.seed, cycle, entry.env_id, n_episodes, hinted,
                              paired=a.paired_hint_seeds, train_hinted=a.train_hint_plays)  # fmt: skip
         for planned in plan:
             specs.append(
@@ -95,28 +143,17 @@ def play(
                 )
             )
             owners.append((k, planned))
-    label = "play" if stream == "agent" else stream
-    task = progress.add_task(f"cycle {cycle}: {label}", total=max(1, len(specs)))
-    base = derive_seed(cfg.seed, cycle, stream)
+    return specs, owners
 
-    def params_for(call: int) -> SamplingParams:
-        return a.sampling.to_params((base + call) & 0x7FFFFFFF)
 
-    agent = PolicyAgent(backend, params_for, answer_prefix=a.answer_prefix, thinking=a.thinking)
-    results = []
-    if specs:
-        results = se.run_episodes(
-            specs,
-            agent,
-            on_turn=lambda done, total: progress.update(task, completed=done),
-            concurrency=a.concurrency,
-            workers=a.env_workers,
-            scoring=a.scoring,
-            system_prompt=agent_system_prompt(cfg),
-            agent_turn_s=a.turn_budget_s,
-            agent_episode_s=a.episode_budget_s,
-        )
-    progress.update(task, completed=max(1, len(specs)))
+def collect(
+    cfg: RunConfig,
+    agent: PolicyAgent,
+    envs: Sequence[PoolEntry],
+    results: Sequence[se.EpisodeResult],
+    owners: Sequence[tuple[int, PlannedEpisode]],
+) -> tuple[list[PlayedEnv], list[Episode]]:
+    """The played episodes gathered per environment, with their agent-role samples."""
     played = [PlayedEnv(e) for e in envs]
     episodes = []
     for result, (k, planned) in zip(results, owners, strict=True):
@@ -129,8 +166,6 @@ def play(
             cfg, agent, result, {"env_id": p.entry.env_id, "hinted": planned.hinted}
         )
         episodes.append(Episode(k, planned.hinted, result, samples, planned.trained))
-    if stream == "agent":
-        save_transcripts(episodes, played, run, cycle, cfg.logging.transcripts_per_cycle)
     return played, episodes
 
 
@@ -153,19 +188,10 @@ def heldout_envs(cfg: RunConfig) -> list[PoolEntry]:
     ]
 
 
-def play_heldout(
-    cfg: RunConfig,
-    backend: Any,
-    cycle: int,
-    opener: Callable[[PoolEntry], Any],
-    run: RunDir,
-    progress: Any,
-) -> dict[str, float]:
+def play_heldout(ctx: Playing, cycle: int) -> Metrics:
     """``eval.heldout``'s held-out games played like the cycle's own, never trained: mean
     return with and without the hint and the win rate (``heldout/*``)."""
-    played, episodes = play(
-        cfg, backend, heldout_envs(cfg), cycle, opener, run, progress, stream="heldout"
-    )
+    played, episodes = play(ctx, heldout_envs(ctx.cfg), cycle, stream="heldout")
     hinted = [r for p in played for r in p.hinted]
     unhinted = [r for p in played for r in p.unhinted]
     return {
@@ -175,19 +201,8 @@ def play_heldout(
     }
 
 
-def sandboxed(sandbox: Any) -> Callable[[PoolEntry], Any]:
-    """Opens a pool entry's environment in the sandbox (a warm pool or Ray sandbox actors)."""
-
-    def opener(entry: PoolEntry) -> Any:
-        return se.SandboxedFactory(
-            entry.source, entry.class_name, pool=sandbox, origin=entry.env_id
-        )
-
-    return opener
-
-
 def agent_samples(
-    cfg: RunConfig, agent: PolicyAgent, result: se.EpisodeResult, meta: dict[str, Any]
+    cfg: RunConfig, agent: PolicyAgent, result: se.EpisodeResult, meta: dict[str, JSON]
 ) -> list[TrainSample]:
     """The episode's agent-role samples: a tool call that could not be parsed is masked
     (``mask_malformed_tool_calls``), an episode cut off by the turn limit trains nothing
