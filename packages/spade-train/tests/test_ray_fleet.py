@@ -137,8 +137,10 @@ def test_a_node_lost_mid_cycle_costs_its_in_flight_work_never_the_run(cluster, t
     seen: dict[str, object] = {}
 
     def remove_mid_cycle_2() -> None:
-        while getattr(loop.res.backend, "fleet", None) is None:  # made when training starts
+        # the backend exists once training opens its resources; its fleet at the first update
+        while getattr(loop.res and loop.res.backend, "fleet", None) is None:
             time.sleep(0.2)
+        assert loop.res is not None
         backend = loop.res.backend
         fleet, layout = backend.fleet, backend.layout
         seen["fleet"] = fleet

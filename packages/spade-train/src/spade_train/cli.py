@@ -182,7 +182,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     try:
         loop = start_run(cfg, run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
         loop.train()
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not _caused_by_ctrl_c(exc):
+            raise
         return _interrupted(run_dir)
     console.print(f"[bold]spade[/]: done; run directory {run_dir} (plots in {run_dir}/plots)")
     return 0
@@ -199,9 +201,25 @@ def cmd_resume(args: argparse.Namespace) -> int:
         loop = resume_run(run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
         console.print(f"[bold]spade[/]: resuming {run_dir} after cycle {loop.cycle}")
         loop.train()
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not _caused_by_ctrl_c(exc):
+            raise
         return _interrupted(run_dir)
     return 0
+
+
+def _caused_by_ctrl_c(exc: BaseException) -> bool:
+    """True for Ctrl-C and for an error raised while unwinding from one: Ctrl-C reaches the
+    whole process group, so a sandbox worker may die of it first and its pipe's error replace
+    the KeyboardInterrupt in a cleanup handler."""
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return False
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
 
 
 def _interrupted(run_dir: Path) -> int:
