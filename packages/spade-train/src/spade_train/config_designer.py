@@ -83,8 +83,10 @@ class LLMValidatorConfig(Strict):
     """``judge: endpoint``: the model the server is asked for."""
     api_key_env: str = "OPENAI_API_KEY"
     """The environment variable holding the endpoint's key (sent as a Bearer token when set)."""
-    prompt: Literal["auto", "cognitive", "tool-use"] = "auto"
-    """``auto``: the lenient playability check for games, the solvability audit for tool use."""
+    prompt: Literal["auto", "cognitive", "tool-use", "reward-hack"] = "auto"
+    """``auto``: the lenient playability check for games, the solvability audit for tool use;
+    ``reward-hack``: the source, the hint and the sandbox's probe evidence, asking whether
+    winning requires doing the stated task (:mod:`spade_train.core.hack_review`)."""
     temperature: float = Field(0.3, ge=0.0)
     """Sampling temperature of the validator's reply."""
     max_new_tokens: int = Field(16384, ge=1, le=MAX_TOKENS)

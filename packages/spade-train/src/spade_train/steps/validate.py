@@ -36,7 +36,7 @@ import spade_sandbox as ss
 
 from spade_train.backends.base import PolicyBackend
 from spade_train.config import LLMValidatorConfig, RunConfig
-from spade_train.core import judges
+from spade_train.core import hack_review, judges
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.core.scaffold import (
     SCAFFOLD_PREFILL,
@@ -135,7 +135,7 @@ def gate(ctx: Judging, slots: Sequence[Validated], turn: int = 0) -> tuple[list[
     todo = [i for i in todo if out[i].valid]
     errors = 0
     if p.validator.enabled and todo:
-        verdicts = ask_validator(ctx, [out[i].env for i in todo], turn)
+        verdicts = ask_validator(ctx, [out[i] for i in todo], turn)
         for i, v in zip(todo, verdicts, strict=True):
             errors += v.status == "error"
             out[i] = _with_evidence(out[i], validator=v)
@@ -182,17 +182,26 @@ def _with_evidence(
     return replace(s, verdict=replace(s.verdict, evidence=ev))
 
 
-def ask_validator(ctx: Judging, designs: Sequence[Design], turn: int) -> list[judges.Verdict]:
-    """One verdict per design from the policy or the endpoint; errors become ``error``."""
+def ask_validator(ctx: Judging, slots: Sequence[Validated], turn: int) -> list[judges.Verdict]:
+    """One verdict per slot from the policy or the endpoint; errors become ``error``."""
     cfg = ctx.cfg
     v = cfg.designer.pipeline.validator
-    convs = [judges.validator_messages(d.source or "", cfg.setting, v.prompt) for d in designs]
+    convs = [_validator_conversation(cfg, s) for s in slots]
     if v.judge == "endpoint":
         return _ask_endpoint(v, convs)
     seed = derive_seed(cfg.seed, ctx.cycle, "validator", turn)
     return _ask_policy(
         ctx.backend, convs, SamplingParams(v.max_new_tokens, v.temperature, seed=seed)
     )
+
+
+def _validator_conversation(cfg: RunConfig, s: Validated) -> list[Message]:
+    prompt = cfg.designer.pipeline.validator.prompt
+    d = s.env
+    if prompt == "reward-hack":
+        evidence = hack_review.evidence_lines(s.verdict.report)
+        return hack_review.hack_review_messages(d.source or "", d.hint or "", evidence)
+    return judges.validator_messages(d.source or "", cfg.setting, prompt)
 
 
 def _ask_endpoint(v: LLMValidatorConfig, convs: list[list[Message]]) -> list[judges.Verdict]:
