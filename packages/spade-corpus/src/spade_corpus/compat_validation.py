@@ -18,6 +18,8 @@ from typing import Any
 import spade_envs as se
 import spade_sandbox as ss
 
+from .report import ValidationReport, classify, one_line
+
 
 def validate_compat(
     source: str,
@@ -27,10 +29,8 @@ def validate_compat(
     pool: ss.SandboxPool | None,
     env_id: str | None,
     seeds: Sequence[int],
-) -> Any:
+) -> ValidationReport:
     """One environment in compat mode; a ``ValidationReport``, never an exception for it."""
-    from .validate import ValidationReport, _classify, _one_line
-
     start = time.perf_counter()
     checks: dict[str, Any] = {"mode": "compat"}
 
@@ -52,9 +52,9 @@ def validate_compat(
         code = "syntax_error" if "syntax error" in text else "no_env_class"
         if "found" in text and "," in text.partition("found")[2]:
             code = "multiple_env_classes"
-        return report(False, code, _one_line(text))
+        return report(False, code, one_line(text))
     except se.ContractError as exc:
-        fail = _classify(exc.code, _one_line(exc.message), exc.__cause__)
+        fail = classify(exc.code, one_line(exc.message), exc.__cause__)
         return report(
             False,
             fail.reason,
@@ -63,7 +63,7 @@ def validate_compat(
             sandbox_reason=fail.sandbox_reason,
         )
     except ss.SandboxError as exc:
-        fail = _classify(None, _one_line(f"an environment call raised {exc.message}"), exc)
+        fail = classify(None, one_line(f"an environment call raised {exc.message}"), exc)
         return report(
             False,
             fail.reason,

@@ -24,13 +24,15 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import spade_envs as se
 import spade_sandbox as ss
 from tqdm import tqdm
 
+from .compat_validation import validate_compat
+from .report import RuntimeFailure, ValidationReport, classify, one_line
 from .structural import (
     DEFAULT_MAX_SOURCE_BYTES,
     STRUCTURAL_REASONS,
@@ -101,8 +103,6 @@ VALIDATION_REASONS: dict[str, str] = {
 #: Reasons that are faults of the sandbox or the validator, never the environment's.
 INFRASTRUCTURE_REASONS: frozenset[str] = frozenset({"sandbox_infrastructure", "validator_error"})
 
-_MESSAGE_CHARS = 400
-
 
 @dataclass(frozen=True)
 class ValidationItem:
@@ -113,84 +113,6 @@ class ValidationItem:
     env_id: str | None = None
     skill: str | None = None
     max_turns: int = se.DEFAULT_MAX_TURNS
-
-
-@dataclass(frozen=True)
-class ValidationReport:
-    """The outcome of validating one environment.
-
-    ``valid``: it passed every check. ``reason``: one code of :data:`VALIDATION_REASONS` (None
-    when valid). ``message``: one line saying what failed and how to fix it. ``stage``: the last
-    stage run, ``"structural"`` or ``"runtime"``. ``infrastructure``: the sandbox or validator
-    failed, so the environment was not judged. ``sandbox_reason``: the spade-sandbox reason
-    behind the failure, if any. ``checks``: what was measured (class name, sizes, seeds, steps,
-    solution turns, per-stage seconds). ``wall_s``: seconds the whole validation took.
-    """
-
-    valid: bool
-    reason: str | None
-    message: str
-    stage: str
-    checks: dict[str, Any] = field(default_factory=dict)
-    wall_s: float = 0.0
-    env_id: str | None = None
-    infrastructure: bool = False
-    sandbox_reason: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``validation_manifest.jsonl`` row: JSON data, ``id`` first."""
-        return {
-            "id": self.env_id,
-            "valid": self.valid,
-            "reason": self.reason,
-            "message": self.message,
-            "stage": self.stage,
-            "infrastructure": self.infrastructure,
-            "sandbox_reason": self.sandbox_reason,
-            "checks": self.checks,
-            "wall_s": round(self.wall_s, 4),
-        }
-
-    @classmethod
-    def from_dict(cls, row: dict[str, Any]) -> ValidationReport:
-        """Read back a row written by :meth:`to_dict`."""
-        return cls(
-            valid=bool(row["valid"]),
-            reason=row.get("reason"),
-            message=row.get("message", ""),
-            stage=row.get("stage", "runtime"),
-            checks=dict(row.get("checks") or {}),
-            wall_s=float(row.get("wall_s", 0.0)),
-            env_id=row.get("id"),
-            infrastructure=bool(row.get("infrastructure", False)),
-            sandbox_reason=row.get("sandbox_reason"),
-        )
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= _MESSAGE_CHARS else line[: _MESSAGE_CHARS - 1] + "…"
-
-
-class _RuntimeFailure(Exception):
-    def __init__(
-        self, reason: str, message: str, sandbox_reason: str | None, infrastructure: bool
-    ) -> None:
-        super().__init__(reason, message)
-        self.reason, self.message = reason, message
-        self.sandbox_reason, self.infrastructure = sandbox_reason, infrastructure
-
-
-def _classify(code: str | None, message: str, cause: BaseException | None) -> _RuntimeFailure:
-    """Map a checker code and its cause to one reason: the sandbox's when it stopped the env."""
-    if isinstance(cause, ss.SandboxError):
-        sandbox_reason = ss.ReasonCode(cause.reason).value
-        if sandbox_reason != ss.ReasonCode.ENV_EXCEPTION.value or code is None:
-            return _RuntimeFailure(
-                f"sandbox_{sandbox_reason}", message, sandbox_reason, cause.is_infrastructure
-            )
-        return _RuntimeFailure(code, message, sandbox_reason, False)
-    return _RuntimeFailure(code or "validator_error", message, None, code is None)
 
 
 def _check_close(source: str, class_name: str, max_turns: int, config: Any, pool: Any) -> None:
@@ -239,10 +161,10 @@ def _run_checks(
                 )
             )
     except se.ContractError as exc:
-        raise _classify(exc.code, _one_line(exc.message), exc.__cause__) from exc
+        raise classify(exc.code, one_line(exc.message), exc.__cause__) from exc
     except ss.SandboxError as exc:  # a call check_env does not wrap, or the leak check's
-        raise _classify(
-            None, _one_line(f"an environment call raised {type(exc).__name__}: {exc.message}"), exc
+        raise classify(
+            None, one_line(f"an environment call raised {type(exc).__name__}: {exc.message}"), exc
         ) from exc
     return report
 
@@ -283,8 +205,6 @@ def validate_source(
     if not seeds:
         raise ValueError("validate_source needs at least one seed")
     if mode == "compat":  # the released code's rules, kept apart from the strict pipeline
-        from .compat_validation import validate_compat
-
         return validate_compat(
             source, max_turns=max_turns, config=config, pool=pool, env_id=env_id, seeds=seeds
         )
@@ -316,7 +236,7 @@ def validate_source(
         return report(
             False,
             exc.code,
-            _one_line(exc.message),
+            one_line(exc.message),
             "structural",
             {"structural_s": round(time.perf_counter() - start, 4)},
         )
@@ -336,7 +256,7 @@ def validate_source(
             tool_checks,
             reuse_resets,
         )
-    except _RuntimeFailure as exc:
+    except RuntimeFailure as exc:
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
         return report(
             False,
@@ -349,7 +269,7 @@ def validate_source(
         )
     except Exception as exc:  # a validator bug must not be scored as the environment's fault
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
-        message = _one_line(f"the validator failed: {type(exc).__name__}: {exc}")
+        message = one_line(f"the validator failed: {type(exc).__name__}: {exc}")
         return report(False, "validator_error", message, "runtime", checks, infrastructure=True)
     checks.update(
         seeds=list(result.seeds),
@@ -389,7 +309,7 @@ def _validate_item(
             reuse_resets=reuse_resets,
         )
     except Exception as exc:
-        message = _one_line(f"the validator failed: {type(exc).__name__}: {exc}")
+        message = one_line(f"the validator failed: {type(exc).__name__}: {exc}")
         return ValidationReport(
             False,
             "validator_error",

@@ -10,22 +10,19 @@ original exception (for a sandboxed environment, a spade-sandbox error with its 
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import (
-    DEFAULT_MAX_TURNS,
-    MAX_OBSERVATION_CHARS,
-    REWARD_BOUNDS,
-    EnvFactory,
-    TextEnvironment,
-    episode_return,
+from .checks import CHECKS, CheckRun, SeedPlay
+from .core import DEFAULT_MAX_TURNS, MAX_OBSERVATION_CHARS, EnvFactory
+from .play import (
+    check_step_result,
+    close_quietly,
+    fail,
+    play_actions,
+    solution_actions,
 )
-from .errors import ContractError
 
 __all__ = [
     "CheckReport",
@@ -34,8 +31,6 @@ __all__ = [
     "play_actions",
     "solution_actions",
 ]
-
-Transcript = list[tuple[str, str, float, bool, bool]]
 
 
 #: Contract reason codes check_env can raise, with what each means.
@@ -66,10 +61,6 @@ REASON_CODES: dict[str, str] = {
     "probe_wins": "a probe action (empty, garbage, a common answer, random, a token of the observation) wins on most seeds",
 }
 
-# What Gymnasium's Text space of the adapter admits (spade_envs.gym_env.TEXT_CHARSET): tab,
-# newline, carriage return, printable ASCII and the Basic Multilingual Plane past the C1 block.
-_BAD_CHARS = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]")
-
 
 @dataclass(frozen=True)
 class CheckReport:
@@ -87,159 +78,6 @@ class CheckReport:
     """Probe episodes won over probe episodes played (real games: 0.0)."""
     probe_wins: dict[str, int] = field(default_factory=dict)
     """Probe name -> on how many seeds it won."""
-
-
-def _fail(code: str, message: str, cause: BaseException | None = None) -> ContractError:
-    err = ContractError(code, message)
-    err.__cause__ = cause
-    return err
-
-
-def _json_ok(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-def _check_observation(obs: str, where: str, max_chars: int) -> None:
-    if not obs.strip():
-        raise _fail(
-            "observation_empty",
-            f"{where} returned an empty observation; describe the state in text",
-        )
-    if len(obs) > max_chars:
-        raise _fail(
-            "observation_too_long",
-            f"{where} returned {len(obs)} characters (limit {max_chars}); shorten the observation",
-        )
-    bad = _BAD_CHARS.search(obs)
-    if bad is not None:
-        raise _fail(
-            "observation_charset",
-            f"{where} returned the character {bad.group()!r} (ANSI escapes and control characters are not text); "
-            "write plain text within the Basic Multilingual Plane",
-        )
-
-
-def check_step_result(
-    result: Any, where: str = "step", max_chars: int = MAX_OBSERVATION_CHARS
-) -> None:
-    """Raise ContractError unless ``result`` is a valid ``(obs, reward, terminated, truncated, info)``."""
-    if not (isinstance(result, tuple) and len(result) == 5):
-        raise _fail(
-            "step_return_type",
-            f"{where} returned {type(result).__name__} of length {len(result) if hasattr(result, '__len__') else '?'}; "
-            "return a 5-tuple (observation, reward, terminated, truncated, info)",
-        )
-    obs, reward, terminated, truncated, info = result
-    if not isinstance(obs, str):
-        raise _fail(
-            "step_return_type", f"{where}: observation is {type(obs).__name__}; return a str"
-        )
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-        raise _fail(
-            "step_return_type", f"{where}: reward is {type(reward).__name__}; return a float"
-        )
-    if not math.isfinite(reward):
-        raise _fail("reward_not_finite", f"{where}: reward is {reward}; return a finite float")
-    low, high = REWARD_BOUNDS
-    if not low <= reward <= high:
-        raise _fail(
-            "reward_out_of_bounds",
-            f"{where}: reward {reward} is outside [{low}, {high}]; rescale it",
-        )
-    if not isinstance(terminated, bool) or not isinstance(truncated, bool):
-        raise _fail(
-            "step_return_type",
-            f"{where}: terminated/truncated are {type(terminated).__name__}/{type(truncated).__name__}; return bools",
-        )
-    if not isinstance(info, dict):
-        raise _fail("step_return_type", f"{where}: info is {type(info).__name__}; return a dict")
-    if not _json_ok(info):
-        raise _fail(
-            "info_not_json",
-            f"{where}: info is not JSON-serializable; keep it to str/int/float/bool/list/dict",
-        )
-    _check_observation(obs, where, max_chars)
-
-
-def _reset(env: TextEnvironment, seed: int, max_chars: int) -> str:
-    try:
-        result = env.reset(seed=seed)
-    except Exception as exc:
-        raise _fail(
-            "reset_raised", f"reset(seed={seed}) raised {type(exc).__name__}: {exc}", exc
-        ) from exc
-    if not (
-        isinstance(result, tuple)
-        and len(result) == 2
-        and isinstance(result[0], str)
-        and isinstance(result[1], dict)
-    ):
-        raise _fail(
-            "reset_return_type",
-            f"reset(seed={seed}) must return (str, dict), got {type(result).__name__}",
-        )
-    if not _json_ok(result[1]):
-        raise _fail("info_not_json", f"reset(seed={seed}): info is not JSON-serializable")
-    _check_observation(result[0], f"reset(seed={seed})", max_chars)
-    return result[0]
-
-
-def play_actions(
-    env: TextEnvironment,
-    seed: int,
-    actions: Sequence[str],
-    max_turns: int,
-    max_chars: int = MAX_OBSERVATION_CHARS,
-) -> tuple[str, list[tuple[str, str, float, bool, bool]]]:
-    """Reset with ``seed`` and step ``actions`` (cycled) until the episode ends or ``max_turns``.
-
-    Returns the first observation and the transcript ``[(action, obs, reward, term, trunc), …]``.
-    """
-    first = _reset(env, seed, max_chars)
-    return first, _play_on(env, seed, actions, max_turns, max_chars)
-
-
-def _play_on(
-    env: TextEnvironment, seed: int, actions: Sequence[str], max_turns: int, max_chars: int
-) -> list[tuple[str, str, float, bool, bool]]:
-    """Step ``actions`` (cycled) from the state the last reset left, as in :func:`play_actions`."""
-    transcript: list[tuple[str, str, float, bool, bool]] = []
-    for turn in range(max_turns):
-        action = actions[turn % len(actions)]
-        where = f"step #{turn + 1} (seed={seed}, action={action[:40]!r})"
-        try:
-            result = env.step(action)
-        except Exception as exc:
-            raise _fail("step_raised", f"{where} raised {type(exc).__name__}: {exc}", exc) from exc
-        check_step_result(result, where, max_chars)
-        obs, reward, terminated, truncated, _ = result
-        transcript.append((action, obs, float(reward), terminated, truncated))
-        if terminated or truncated:
-            break
-    return transcript
-
-
-def solution_actions(text: str) -> list[str]:
-    """The actions of a ``solution()`` text: its non-empty lines."""
-    return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def _won(transcript: list[tuple[str, str, float, bool, bool]]) -> bool:
-    if not transcript:
-        return False
-    _, _, reward, terminated, _ = transcript[-1]
-    return episode_return(reward, terminated) >= 1.0
-
-
-def _close_quietly(env: TextEnvironment) -> None:
-    try:
-        env.close()
-    except Exception:
-        pass  # the first failure is the one worth reporting
 
 
 def check_env(
@@ -275,21 +113,20 @@ def check_env(
     try:
         env = factory(max_turns=max_turns, **kwargs)
     except Exception as exc:
-        raise _fail(
+        raise fail(
             "construct_failed",
             f"constructing with max_turns={max_turns} raised {type(exc).__name__}: {exc}",
             exc,
         ) from exc
     if hint is not None and not hint.strip():
-        _close_quietly(env)
-        raise _fail("hint_empty", "the hint is empty; write one or two sentences of strategy")
-    from .checks import CHECKS, _Run, _Seed  # the checks build on this module's primitives
+        close_quietly(env)
+        raise fail("hint_empty", "the hint is empty; write one or two sentences of strategy")
 
-    run = _Run(factory, env, max_turns, max_observation_chars, kwargs, hint, check_solution)
+    run = CheckRun(factory, env, max_turns, max_observation_chars, kwargs, hint, check_solution)
     run.reuse_resets = reuse_resets
     try:
         for seed in seeds:
-            played = _Seed(seed)
+            played = SeedPlay(seed)
             for _, per_seed, check, _ in CHECKS:
                 if per_seed:
                     check(run, played)
@@ -299,12 +136,12 @@ def check_env(
             if not per_seed:
                 check(run)
     except BaseException:
-        _close_quietly(env)
+        close_quietly(env)
         raise
     try:
         env.close()
     except Exception as exc:
-        raise _fail("close_raised", f"close() raised {type(exc).__name__}: {exc}", exc) from exc
+        raise fail("close_raised", f"close() raised {type(exc).__name__}: {exc}", exc) from exc
     return CheckReport(
         seeds,
         run.tally.episodes,

@@ -1,7 +1,7 @@
 """The named checks of :func:`spade_envs.check_env`, in the shape of Gymnasium's ``env_checker``.
 
-Each check is a small function over one seed's play (``_Seed``) or over the whole run
-(``_Run``) that raises :class:`~spade_envs.errors.ContractError` with a stable reason code and
+Each check is a small function over one seed's play (``SeedPlay``) or over the whole run
+(``CheckRun``) that raises :class:`~spade_envs.errors.ContractError` with a stable reason code and
 a message saying how to fix the problem; :data:`CHECKS` lists them in the order they run, each
 with the reason codes it can raise.
 """
@@ -13,27 +13,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checker import (
-    Transcript,
-    _close_quietly,
-    _fail,
-    _play_on,
-    _reset,
-    _won,
-    play_actions,
-    solution_actions,
-)
 from .core import EnvFactory, TextEnvironment
 from .errors import ContractError
+from .play import (
+    Transcript,
+    checked_reset,
+    close_quietly,
+    fail,
+    play_actions,
+    play_on,
+    solution_actions,
+    won,
+)
 from .probes import ProbeTally, probe_battery
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "CheckRun", "SeedPlay"]
 
 _BOXED_ANSWER = re.compile(r"\\boxed\{(.*)\}", re.S)
 
 
 @dataclass
-class _Seed:
+class SeedPlay:
     seed: int
     first: str = ""
     probes: list[tuple[str, Transcript, bool]] = field(default_factory=list)
@@ -42,7 +42,7 @@ class _Seed:
 
 
 @dataclass
-class _Run:
+class CheckRun:
     factory: EnvFactory
     env: TextEnvironment
     max_turns: int
@@ -50,7 +50,7 @@ class _Run:
     kwargs: dict[str, Any]
     hint: str | None
     check_solution: bool
-    played: list[_Seed] = field(default_factory=list)
+    played: list[SeedPlay] = field(default_factory=list)
     tally: ProbeTally = field(default_factory=ProbeTally)
     steps: int = 0
     hint_won: int | None = None
@@ -59,17 +59,17 @@ class _Run:
     """Key -> observation, for the resets whose state the environment keeps."""
 
 
-def _real_reset(run: _Run, seed: int, key: str) -> str:
+def _real_reset(run: CheckRun, seed: int, key: str) -> str:
     """A real reset whose state, with ``reuse_resets``, a sandboxed environment keeps under
     ``key``."""
-    first = _reset(run.env, seed, run.max_chars)
+    first = checked_reset(run.env, seed, run.max_chars)
     keep = getattr(run.env, "_keep_reset", None) if run.reuse_resets else None
     if keep is not None and keep(key):
         run.kept[key] = first
     return first
 
 
-def _reset_again(run: _Run, seed: int, key: str) -> str:
+def _reset_again(run: CheckRun, seed: int, key: str) -> str:
     """The seed's reset once more: a copy of the state kept under ``key`` when there is one
     (the same state, for a fraction of the time), else a real reset.
 
@@ -79,7 +79,7 @@ def _reset_again(run: _Run, seed: int, key: str) -> str:
     seed, or state carried over from earlier episodes or calls, still shows."""
     if key in run.kept and run.env._reset_from_kept(key):  # type: ignore[attr-defined]
         return run.kept[key]
-    return _reset(run.env, seed, run.max_chars)
+    return checked_reset(run.env, seed, run.max_chars)
 
 
 def _first(seed: int) -> str:
@@ -90,84 +90,84 @@ def _last(seed: int) -> str:
     return f"{seed}/last-probe"
 
 
-def _play_again(run: _Run, seed: int, actions: list[str]) -> tuple[str, Transcript]:
+def _play_again(run: CheckRun, seed: int, actions: list[str]) -> tuple[str, Transcript]:
     """:func:`play_actions` from a copy of the seed's first reset."""
     first = _reset_again(run, seed, _first(seed))
-    return first, _play_on(run.env, seed, actions, run.max_turns, run.max_chars)
+    return first, play_on(run.env, seed, actions, run.max_turns, run.max_chars)
 
 
-def check_reset(run: _Run, s: _Seed) -> None:
+def check_reset(run: CheckRun, s: SeedPlay) -> None:
     """Reset returns (str, dict) of the right size and characters (the probes repeat it)."""
     s.first = _real_reset(run, s.seed, _first(s.seed))
 
 
-def check_probe_episodes(run: _Run, s: _Seed) -> None:
+def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
     """Every probe episode ends within max_turns and every reset of the seed looks the same."""
     battery = probe_battery(s.first, s.seed)
     for index, (name, actions) in enumerate(battery):
         if index == 0:  # the first probe plays on from check_reset's reset
             again, transcript = (
                 s.first,
-                _play_on(run.env, s.seed, actions, run.max_turns, run.max_chars),
+                play_on(run.env, s.seed, actions, run.max_turns, run.max_chars),
             )
         elif index == len(battery) - 1:  # a real reset, after the others' episodes
             again = _real_reset(run, s.seed, _last(s.seed))
-            transcript = _play_on(run.env, s.seed, actions, run.max_turns, run.max_chars)
+            transcript = play_on(run.env, s.seed, actions, run.max_turns, run.max_chars)
         else:
             again, transcript = _play_again(run, s.seed, actions)
         if again != s.first:
-            raise _fail(
+            raise fail(
                 "nondeterministic",
                 f"reset(seed={s.seed}) twice gave different observations; draw randomness only from random.Random(seed)",
             )
         last = transcript[-1]
         if not (last[3] or last[4]):
-            raise _fail(
+            raise fail(
                 "no_termination",
                 f"seed={s.seed}: a probe episode ran {run.max_turns} steps without terminated or truncated; truncate at max_turns",
             )
         run.steps += len(transcript)
-        s.probes.append((name, transcript, _won(transcript)))
+        s.probes.append((name, transcript, won(transcript)))
 
 
-def check_replay(run: _Run, s: _Seed) -> None:
+def check_replay(run: CheckRun, s: SeedPlay) -> None:
     """The same seed and actions give the same transcript again in the same instance."""
     name, transcript, _ = s.probes[-1]
     actions = dict(probe_battery(s.first, s.seed))[name]
     _, again = _play_again(run, s.seed, actions)
     if again != transcript:
-        raise _fail(
+        raise fail(
             "nondeterministic",
             f"seed={s.seed}: replaying the same actions gave a different transcript; keep all state in the instance and seed it in reset",
         )
 
 
-def check_hint(run: _Run, s: _Seed) -> None:
+def check_hint(run: CheckRun, s: SeedPlay) -> None:
     """The hint is never shown (in any probe observation); whether it wins is recorded."""
     if run.hint is None:
         return
     hint = run.hint.strip()
     for obs in [s.first, *(o for _, t, _ in s.probes for _, o, *_ in t)]:
         if hint in obs:
-            raise _fail(
+            raise fail(
                 "hint_leaked",
                 f"seed={s.seed}: the hint text appears in an observation; the hint must be privileged",
             )
     _, hinted = _play_again(run, s.seed, [run.hint])
-    if _won(hinted) and run.hint_won is None:
+    if won(hinted) and run.hint_won is None:
         run.hint_won = s.seed  # reported by check_hint_not_answer, after reward_uses_action
 
 
-def check_hint_not_answer(run: _Run) -> None:
+def check_hint_not_answer(run: CheckRun) -> None:
     """The hint, played as an action, wins on no seed."""
     if run.hint_won is not None:
-        raise _fail(
+        raise fail(
             "hint_is_answer",
             f"seed={run.hint_won}: the hint played as an action wins; the hint must help, not answer",
         )
 
 
-def check_solution(run: _Run, s: _Seed) -> None:
+def check_solution(run: CheckRun, s: SeedPlay) -> None:
     """solution() returns the same non-empty actions after every reset, and they win."""
     if not run.check_solution:
         return
@@ -176,42 +176,42 @@ def check_solution(run: _Run, s: _Seed) -> None:
     try:
         text = env.solution()
     except Exception as exc:
-        raise _fail(
+        raise fail(
             "solution_raised",
             f"solution() after reset(seed={seed}) raised {type(exc).__name__}: {exc}",
             exc,
         ) from exc
     if not isinstance(text, str) or not solution_actions(text):
-        raise _fail(
+        raise fail(
             "solution_type",
             f"solution() after reset(seed={seed}) returned {text!r}; return the winning actions, one per line",
         )
     # A real reset: what the first call left behind and reset keeps shows in the second.
-    _reset(env, seed, run.max_chars)
+    checked_reset(env, seed, run.max_chars)
     if env.solution() != text:
-        raise _fail(
+        raise fail(
             "nondeterministic",
             f"solution() after reset(seed={seed}) differs between two resets; draw randomness only from random.Random(seed)",
         )
     _, played = _play_again(run, seed, solution_actions(text))
-    if not _won(played) or len(played) > len(solution_actions(text)):
+    if not won(played) or len(played) > len(solution_actions(text)):
         # Two equal solutions can be luck in an unseeded game: a failed play is the game's
         # nondeterminism when more resets of the same seed disagree about the solution.
         for _ in range(3):
-            _reset(env, seed, run.max_chars)
+            checked_reset(env, seed, run.max_chars)
             if env.solution() != text:
-                raise _fail(
+                raise fail(
                     "nondeterministic",
                     f"solution() after reset(seed={seed}) differs between resets; draw randomness only from random.Random(seed)",
                 )
-        raise _fail(
+        raise fail(
             "solution_fails",
             f"seed={seed}: playing solution() did not win within {run.max_turns} turns; fix solution() or the win check",
         )
     s.solution_text, s.solution_play = text, played
 
 
-def check_seeds_matter(run: _Run) -> None:
+def check_seeds_matter(run: CheckRun) -> None:
     """Not every seed gives the same episode (observations, probe replies and solution)."""
     # The random probe's actions are drawn from the seed itself, so it is left out.
     prints = [
@@ -219,7 +219,7 @@ def check_seeds_matter(run: _Run) -> None:
     ]
     if len(prints) > 1 and all(p == prints[0] for p in prints):
         seeds = [s.seed for s in run.played]
-        raise _fail(
+        raise fail(
             "seed_ignored",
             f"seeds {seeds} all gave identical episodes (observations, probe replies and solution); build the episode from random.Random(seed)",
         )
@@ -242,7 +242,7 @@ def _shown(action: str, observation: str, answers_vary: bool) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(answer)}(?![\w]|\.\d)", observation) is not None
 
 
-def check_solution_not_shown(run: _Run) -> None:
+def check_solution_not_shown(run: CheckRun) -> None:
     """The solution's final action, or its boxed answer, is not printed in the first
     observation of every seed.
 
@@ -254,13 +254,13 @@ def check_solution_not_shown(run: _Run) -> None:
     vary = len(set(finals)) > 1
     leaked = [f for f, s in zip(finals, run.played, strict=True) if f and _shown(f, s.first, vary)]
     if leaked and len(leaked) == len(run.played):
-        raise _fail(
+        raise fail(
             "solution_leaked",
             f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
         )
 
 
-def check_determinism_across_instances(run: _Run) -> None:
+def check_determinism_across_instances(run: CheckRun) -> None:
     """A second instance (for a sandboxed factory: a second worker) replays the first seed's
     probe alike and gives every seed's solution again.
 
@@ -270,7 +270,7 @@ def check_determinism_across_instances(run: _Run) -> None:
     try:
         other = run.factory(max_turns=run.max_turns, **run.kwargs)
     except Exception as exc:
-        raise _fail(
+        raise fail(
             "construct_failed",
             f"constructing a second instance raised {type(exc).__name__}: {exc}",
             exc,
@@ -283,42 +283,42 @@ def check_determinism_across_instances(run: _Run) -> None:
         # Every seed's solution too: one seed's answer can coincide by chance.
         for played in run.played if same else ():
             if played.solution_text is not None:
-                _reset(other, played.seed, run.max_chars)
+                checked_reset(other, played.seed, run.max_chars)
                 if other.solution() != played.solution_text:
                     same = False
                     break
     except ContractError:
         raise
     except Exception as exc:
-        raise _fail(
+        raise fail(
             "nondeterministic",
             f"seed={s.seed}: a second instance raised {type(exc).__name__}: {exc} where the first did not",
             exc,
         ) from exc
     finally:
-        _close_quietly(other)
+        close_quietly(other)
     if not same:
-        raise _fail(
+        raise fail(
             "nondeterministic",
             f"seed={s.seed}: a second instance played the same seed differently; derive every choice from the seed, never from id(), the process or the clock",
         )
 
 
-def check_reward_uses_action(run: _Run) -> None:
+def check_reward_uses_action(run: CheckRun) -> None:
     """Some action gets a different reward than the solution's on some seed."""
     if run.check_solution and run.tally.same_rewards_every_seed:
-        raise _fail(
+        raise fail(
             "reward_ignores_action",
             "every probe action got exactly the rewards of solution() on every seed; compute the reward from the action",
         )
 
 
-def check_probes_lose(run: _Run) -> None:
+def check_probes_lose(run: CheckRun) -> None:
     """No probe (empty, garbage, common answers, random, observation tokens) wins on most seeds."""
     worst = run.tally.worst()
     if worst is not None:
         name, won = worst
-        raise _fail(
+        raise fail(
             "probe_wins",
             f"the {name!r} probe won on {won} of {run.tally.seeds} seeds without solving anything; check the answer exactly and do not reveal it",
         )
