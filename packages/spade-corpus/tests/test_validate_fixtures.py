@@ -10,6 +10,8 @@ from spade_corpus.structural import STRUCTURAL_REASONS
 from spade_corpus.validate import VALIDATION_REASONS, validate_source
 
 FIXTURES = sorted((Path(__file__).parent / "bad_envs").glob("*.py"))
+#: Reasons that judge the game's play; each rejection for one carries evidence.
+JUDGED = {"probe_wins", "solution_leaked", "solution_fails", "hint_leaked", "hint_is_answer"}
 HINT = "Binary search: guess the midpoint of the numbers still possible."
 
 
@@ -52,3 +54,8 @@ def test_fixture_gets_its_expected_reason(path, pool):
     if report.reason.startswith("sandbox_"):
         assert report.sandbox_reason == report.reason.removeprefix("sandbox_")
     assert json.loads(json.dumps(report.to_dict()))["reason"] == head["expect"]
+    if report.reason in JUDGED:  # a verdict on the game names what showed it
+        ev = report.evidence
+        assert ev is not None and ev["probe"] and ev["excerpt"], report
+        assert isinstance(ev["seed"], int)
+        assert json.loads(json.dumps(report.to_dict()))["evidence"] == ev

@@ -124,3 +124,15 @@ def test_probe_results_are_in_the_report(guess_factory):
     assert report.probe_wins == dict.fromkeys(
         ("empty", "garbage", "long", "common", "random", "tokens"), 0
     )
+
+
+def test_contract_error_evidence_pickles_and_cuts_its_excerpt():
+    import pickle
+
+    text = "x" * 500 + " Psst: 42 " + "y" * 500
+    ev = se.Evidence.of("first_observation", 3, text, "Psst")
+    assert "Psst: 42" in ev.excerpt and len(ev.excerpt) <= 160
+    err = se.ContractError("solution_leaked", "the answer is shown", ev)
+    back = pickle.loads(pickle.dumps(err))
+    assert back.code == "solution_leaked" and back.evidence == ev
+    assert ev.to_dict() == {"probe": "first_observation", "seed": 3, "excerpt": ev.excerpt}

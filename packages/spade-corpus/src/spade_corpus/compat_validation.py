@@ -54,13 +54,14 @@ def validate_compat(
             code = "multiple_env_classes"
         return report(False, code, one_line(text))
     except se.ContractError as exc:
-        fail = classify(exc.code, one_line(exc.message), exc.__cause__)
+        fail = classify(exc.code, one_line(exc.message), exc.__cause__, exc.evidence)
         return report(
             False,
             fail.reason,
             fail.message,
             infrastructure=fail.infrastructure,
             sandbox_reason=fail.sandbox_reason,
+            evidence=fail.evidence,
         )
     except ss.SandboxError as exc:
         fail = classify(None, one_line(f"an environment call raised {exc.message}"), exc)
@@ -70,6 +71,7 @@ def validate_compat(
             fail.message,
             infrastructure=fail.infrastructure,
             sandbox_reason=fail.sandbox_reason,
+            evidence=fail.evidence,
         )
     checks.update(
         seeds=list(result.check.seeds),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import spade_envs as se
 import spade_sandbox as ss
 
 __all__ = ["RuntimeFailure", "ValidationReport", "classify", "one_line"]
@@ -25,7 +26,7 @@ class ValidationReport:
     when valid). ``message``: one line saying what failed and how to fix it. ``stage``: the last
     stage run, ``"structural"`` or ``"runtime"``. ``infrastructure``: the sandbox or validator
     failed, so the environment was not judged. ``sandbox_reason``: the spade-sandbox reason
-    behind the failure, if any. ``checks``: what was measured (class name, sizes, seeds, steps,
+    behind the failure, if any. ``evidence``: see the field. ``checks``: what was measured (class name, sizes, seeds, steps,
     solution turns, per-stage seconds). ``wall_s``: seconds the whole validation took.
     """
 
@@ -38,6 +39,10 @@ class ValidationReport:
     env_id: str | None = None
     infrastructure: bool = False
     sandbox_reason: str | None = None
+    evidence: dict[str, Any] | None = None
+    """What the rejection saw, ``spade_envs.Evidence.to_dict()``: ``probe`` (the policy or check),
+    ``seed`` and ``excerpt`` (of the observation or action at fault); None when the check that
+    failed records none (structural and sandbox rejections)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``validation_manifest.jsonl`` row: JSON data, ``id`` first."""
@@ -51,6 +56,7 @@ class ValidationReport:
             "sandbox_reason": self.sandbox_reason,
             "checks": self.checks,
             "wall_s": round(self.wall_s, 4),
+            "evidence": self.evidence,
         }
 
     @classmethod
@@ -66,6 +72,7 @@ class ValidationReport:
             env_id=row.get("id"),
             infrastructure=bool(row.get("infrastructure", False)),
             sandbox_reason=row.get("sandbox_reason"),
+            evidence=row.get("evidence"),
         )
 
 
@@ -75,21 +82,39 @@ def one_line(text: str) -> str:
 
 
 class RuntimeFailure(Exception):
+    """A runtime-stage rejection on its way to a ValidationReport."""
+
     def __init__(
-        self, reason: str, message: str, sandbox_reason: str | None, infrastructure: bool
+        self,
+        reason: str,
+        message: str,
+        sandbox_reason: str | None,
+        infrastructure: bool,
+        evidence: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(reason, message)
         self.reason, self.message = reason, message
         self.sandbox_reason, self.infrastructure = sandbox_reason, infrastructure
+        self.evidence = evidence
 
 
-def classify(code: str | None, message: str, cause: BaseException | None) -> RuntimeFailure:
-    """Map a checker code and its cause to one reason: the sandbox's when it stopped the env."""
+def classify(
+    code: str | None,
+    message: str,
+    cause: BaseException | None,
+    evidence: se.Evidence | None = None,
+) -> RuntimeFailure:
+    """Map a checker code and its cause to one reason: the sandbox's when it stopped the env;
+    the checker's ``evidence`` goes with a reason of the checker's."""
     if isinstance(cause, ss.SandboxError):
         sandbox_reason = ss.ReasonCode(cause.reason).value
         if sandbox_reason != ss.ReasonCode.ENV_EXCEPTION.value or code is None:
             return RuntimeFailure(
                 f"sandbox_{sandbox_reason}", message, sandbox_reason, cause.is_infrastructure
             )
-        return RuntimeFailure(code, message, sandbox_reason, False)
-    return RuntimeFailure(code or "validator_error", message, None, code is None)
+        return RuntimeFailure(code, message, sandbox_reason, False, _data(evidence))
+    return RuntimeFailure(code or "validator_error", message, None, code is None, _data(evidence))
+
+
+def _data(evidence: se.Evidence | None) -> dict[str, Any] | None:
+    return None if evidence is None else dict(evidence.to_dict())

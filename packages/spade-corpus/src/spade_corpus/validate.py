@@ -161,7 +161,7 @@ def _run_checks(
                 )
             )
     except se.ContractError as exc:
-        raise classify(exc.code, one_line(exc.message), exc.__cause__) from exc
+        raise classify(exc.code, one_line(exc.message), exc.__cause__, exc.evidence) from exc
     except ss.SandboxError as exc:  # a call check_env does not wrap, or the leak check's
         raise classify(
             None, one_line(f"an environment call raised {type(exc).__name__}: {exc.message}"), exc
@@ -266,6 +266,7 @@ def validate_source(
             checks,
             infrastructure=exc.infrastructure,
             sandbox_reason=exc.sandbox_reason,
+            evidence=exc.evidence,
         )
     except Exception as exc:  # a validator bug must not be scored as the environment's fault
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)

@@ -113,6 +113,11 @@ def run(args: argparse.Namespace) -> int:
         if not rep.valid:
             kind = "INFRASTRUCTURE" if rep.infrastructure else "INVALID"
             print(f"{rep.env_id}: {kind} [{rep.reason}] {rep.message}")
+            if rep.evidence:
+                ev = rep.evidence
+                print(
+                    f"  evidence: probe={ev['probe']} seed={ev['seed']} excerpt={ev['excerpt']!r}"
+                )
     if out is not None:
         data = {"summary": summary, "reports": [r.to_dict() for r in reports]}
         se.atomic_write_text(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -91,6 +91,7 @@ from .errors import (
     ChecksumError,
     ContractError,
     CorpusError,
+    Evidence,
     FetchError,
     GemUnavailableError,
     HubUnavailableError,
@@ -229,6 +230,7 @@ __all__ = [
     # errors
     "SpadeEnvsError",
     "ContractError",
+    "Evidence",
     "SourceError",
     "CorpusError",
     "ChecksumError",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .core import EnvFactory, TextEnvironment
-from .errors import ContractError
+from .errors import ContractError, Evidence
 from .play import (
     Transcript,
     checked_reset,
@@ -54,6 +54,7 @@ class CheckRun:
     tally: ProbeTally = field(default_factory=ProbeTally)
     steps: int = 0
     hint_won: int | None = None
+    hint_won_obs: str = ""
     reuse_resets: bool = False
     kept: dict[str, str] = field(default_factory=dict)
     """Key -> observation, for the resets whose state the environment keeps."""
@@ -152,10 +153,14 @@ def check_hint(run: CheckRun, s: SeedPlay) -> None:
             raise fail(
                 "hint_leaked",
                 f"seed={s.seed}: the hint text appears in an observation; the hint must be privileged",
+                evidence=Evidence.of("hint", s.seed, obs, hint),
             )
     _, hinted = _play_again(run, s.seed, [run.hint])
     if won(hinted) and run.hint_won is None:
-        run.hint_won = s.seed  # reported by check_hint_not_answer, after reward_uses_action
+        run.hint_won = s.seed
+        run.hint_won_obs = hinted[-1][
+            1
+        ]  # reported by check_hint_not_answer, after reward_uses_action
 
 
 def check_hint_not_answer(run: CheckRun) -> None:
@@ -164,6 +169,7 @@ def check_hint_not_answer(run: CheckRun) -> None:
         raise fail(
             "hint_is_answer",
             f"seed={run.hint_won}: the hint played as an action wins; the hint must help, not answer",
+            evidence=Evidence.of("hint", run.hint_won, run.hint_won_obs),
         )
 
 
@@ -204,9 +210,11 @@ def check_solution(run: CheckRun, s: SeedPlay) -> None:
                     "nondeterministic",
                     f"solution() after reset(seed={seed}) differs between resets; draw randomness only from random.Random(seed)",
                 )
+        last = played[-1][1] if played else ""
         raise fail(
             "solution_fails",
             f"seed={seed}: playing solution() did not win within {run.max_turns} turns; fix solution() or the win check",
+            evidence=Evidence.of("solution", seed, f"{text.strip()} -> {last}"),
         )
     s.solution_text, s.solution_play = text, played
 
@@ -254,9 +262,13 @@ def check_solution_not_shown(run: CheckRun) -> None:
     vary = len(set(finals)) > 1
     leaked = [f for f, s in zip(finals, run.played, strict=True) if f and _shown(f, s.first, vary)]
     if leaked and len(leaked) == len(run.played):
+        last = run.played[-1]
+        inner = _BOXED_ANSWER.fullmatch(leaked[-1].strip())
+        around = inner.group(1).strip() if inner and inner.group(1).strip() in last.first else ""
         raise fail(
             "solution_leaked",
             f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
+            evidence=Evidence.of("first_observation", last.seed, last.first, around or leaked[-1]),
         )
 
 
@@ -317,10 +329,15 @@ def check_probes_lose(run: CheckRun) -> None:
     """No probe (empty, garbage, common answers, random, observation tokens) wins on most seeds."""
     worst = run.tally.worst()
     if worst is not None:
-        name, won = worst
+        name, wins = worst
+        seed, transcript = next(
+            (s.seed, t) for s in run.played for n, t, w in s.probes if n == name and w
+        )
+        action, obs = transcript[-1][0], transcript[-1][1]
         raise fail(
             "probe_wins",
-            f"the {name!r} probe won on {won} of {run.tally.seeds} seeds without solving anything; check the answer exactly and do not reveal it",
+            f"the {name!r} probe won on {wins} of {run.tally.seeds} seeds without solving anything; check the answer exactly and do not reveal it",
+            evidence=Evidence.of(name, seed, f"{action[:60]} -> {obs}"),
         )
 
 

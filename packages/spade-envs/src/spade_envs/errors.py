@@ -6,9 +6,13 @@ that names the problem and the fix.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 __all__ = [
     "SpadeEnvsError",
     "ContractError",
+    "Evidence",
+    "EVIDENCE_CHARS",
     "SourceError",
     "CorpusError",
     "ChecksumError",
@@ -25,16 +29,45 @@ class SpadeEnvsError(Exception):
     """Root of every error raised by spade-envs."""
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """What a rejection saw: the ``probe`` (policy or check) that showed it, the ``seed`` it
+    was played on (None when it holds across seeds) and an ``excerpt`` of the observation,
+    action or text at fault (at most :data:`EVIDENCE_CHARS` characters).
+
+    Plain data, so a designer-side feedback prompt or a person can read why."""
+
+    probe: str
+    seed: int | None
+    excerpt: str
+
+    @classmethod
+    def of(cls, probe: str, seed: int | None, text: str, around: str = "") -> Evidence:
+        """Evidence whose excerpt is ``text`` cut to the window around ``around`` (when found)."""
+        start = max(text.find(around) - EVIDENCE_CHARS // 2, 0) if around else 0
+        excerpt = " ".join(text[start : start + EVIDENCE_CHARS].split())
+        return cls(probe, seed, excerpt)
+
+    def to_dict(self) -> dict[str, str | int | None]:
+        """JSON data: ``{"probe", "seed", "excerpt"}``."""
+        return {"probe": self.probe, "seed": self.seed, "excerpt": self.excerpt}
+
+
+#: The longest excerpt an :class:`Evidence` keeps.
+EVIDENCE_CHARS = 160
+
+
 class ContractError(SpadeEnvsError, TypeError):
     """An environment breaks the contract of :mod:`spade_envs.core`.
 
     ``code`` is a short stable reason code (e.g. ``reset_return_type``) that validators record.
     """
 
-    def __init__(self, code: str, message: str):
-        super().__init__(code, message)
+    def __init__(self, code: str, message: str, evidence: Evidence | None = None):
+        super().__init__(code, message, evidence)
         self.code = code
         self.message = message
+        self.evidence = evidence
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.message}"

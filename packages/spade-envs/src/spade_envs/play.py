@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .core import MAX_OBSERVATION_CHARS, REWARD_BOUNDS, TextEnvironment, episode_return
-from .errors import ContractError
+from .errors import ContractError, Evidence
 
 __all__ = [
     "Transcript",
@@ -34,8 +34,14 @@ Transcript = list[tuple[str, str, float, bool, bool]]
 _BAD_CHARS = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]")
 
 
-def fail(code: str, message: str, cause: BaseException | None = None) -> ContractError:
-    err = ContractError(code, message)
+def fail(
+    code: str,
+    message: str,
+    cause: BaseException | None = None,
+    evidence: Evidence | None = None,
+) -> ContractError:
+    """A ContractError with ``code``, its cause and what it saw (``evidence``)."""
+    err = ContractError(code, message, evidence)
     err.__cause__ = cause
     return err
 
