@@ -62,7 +62,8 @@ CASES: dict[str, tuple[str, str]] = {
     "zero_wins": (win_when('text == "0"'), "probe_wins"),
     "yes_wins": (win_when('text.lower() == "yes"'), "probe_wins"),
     "very_long_action_wins": (win_when("len(action) > 5000"), "probe_wins"),
-    "every_action_wins": (edit(STEP_TOP, STEP_TOP + '        return "Correct!", 1.0, True, False, {}\n'), "reward_ignores_action"),
+    "every_action_wins": (edit(STEP_TOP, STEP_TOP + '        self._done = True\n        return "Correct!", 1.0, True, False, {}\n'), "reward_ignores_action"),
+    "reward_after_the_end": (edit('"The episode is over; call reset().", 0.0', '"The episode is over; call reset().", 1.0'), "reward_contract:after_end"),
     "answer_printed_in_the_first_observation": (edit(OBS_END, 'You have {self.max_turns} turns. (\\\\boxed{{{self._secret}}})"'), "solution_leaked"),
     "answer_number_in_the_first_observation": (edit("_LOW, _HIGH = 1, 100", "_LOW, _HIGH = 10, 99", OBS_END, 'You have {self.max_turns} turns. Psst: {self._secret}."'), "solution_leaked"),
     "hint_is_the_answer": (win_when('"midpoint" in action'), "hint_is_answer"),
@@ -170,6 +171,8 @@ def test_the_cli_prints_one_line_per_hostile_file_and_writes_its_report(tmp_path
     printed = capsys.readouterr()
     assert status == 1 and "Traceback" not in printed.out + printed.err
     lines = printed.out.strip().splitlines()
+    assert lines[2].startswith("  evidence: probe=")  # under the rejection it explains
+    lines = [line for line in lines if not line.startswith("  evidence:")]
     assert len(lines) == 3 and "[too_deep]" in lines[0] and "[probe_wins]" in lines[1]
     report = json.loads(out.read_text())
     assert [r["reason"] for r in report["reports"]] == ["too_deep", "probe_wins", None]

@@ -80,7 +80,8 @@ def test_reason_table_covers_every_code_and_every_code_is_exercised():
     assert {f"sandbox_{c.value}" for c in ss.ReasonCode} <= set(VALIDATION_REASONS)
     assert all(text.strip() for text in VALIDATION_REASONS.values())
     fixtures = {
-        re.search(r"^# expect: (\w+)", p.read_text(), re.M).group(1) for p in BAD_ENVS.glob("*.py")
+        re.search(r"^# expect: ([\w:]+)", p.read_text(), re.M).group(1)
+        for p in BAD_ENVS.glob("*.py")
     }
     assert fixtures - {"valid"} | EXERCISED_HERE | UNREACHABLE_UNDER_SANDBOX == set(
         VALIDATION_REASONS

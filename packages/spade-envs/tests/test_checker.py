@@ -48,7 +48,10 @@ CASES = {
     "observation_charset": {'"Higher." if guess': '"\\x1b[1mHigher." if guess'},
     "probe_wins": {"if guess == self.secret:": "if guess in (self.secret, 0):"},
     "reward_ignores_action": {
-        "        self.turn += 1\n": "        self.turn += 1\n        return 'Correct!', 1.0, True, False, {}\n"
+        "        self.turn += 1\n": "        self.turn += 1\n        self.done = True\n        return 'Correct!', 1.0, True, False, {}\n"
+    },
+    "reward_contract:after_end": {
+        '"The episode is over.", 0.0, True': '"The episode is over.", 1.0, True'
     },
 }
 

@@ -35,6 +35,7 @@ class GuessNumberEnv:
         if self._done:
             return "The episode is over; call reset().", 0.0, True, False, {}
         self._turn += 1
+        self._done = True
         return "Correct!", 1.0, True, False, {"turn": self._turn}
         found = _BOXED.findall(action)
         text = found[-1].strip() if found else ""

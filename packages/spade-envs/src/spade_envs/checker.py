@@ -52,6 +52,7 @@ REASON_CODES: dict[str, str] = {
     "solution_raised": "solution() raised",
     "solution_type": "solution() did not return a non-empty str",
     "solution_fails": "playing solution() did not win the episode",
+    "reward_contract:after_end": "a step after the won episode ended got a reward other than 0.0",
     "hint_empty": "the hint is empty",
     "hint_leaked": "the hint text appears in an observation",
     "hint_is_answer": "playing the hint as an action wins the episode",

@@ -17,6 +17,7 @@ from .core import EnvFactory, TextEnvironment
 from .errors import ContractError, Evidence
 from .play import (
     Transcript,
+    check_step_result,
     checked_reset,
     close_quietly,
     fail,
@@ -216,7 +217,29 @@ def check_solution(run: CheckRun, s: SeedPlay) -> None:
             f"seed={seed}: playing solution() did not win within {run.max_turns} turns; fix solution() or the win check",
             evidence=Evidence.of("solution", seed, f"{text.strip()} -> {last}"),
         )
+    _check_no_reward_after_end(run, seed, played)
     s.solution_text, s.solution_play = text, played
+
+
+def _check_no_reward_after_end(run: CheckRun, seed: int, played: Transcript) -> None:
+    """The reward contract's first rule: one more step after the won episode ended gets
+    reward 0.0 (the contract's "stepping after the episode ended returns reward 0.0")."""
+    action = played[-1][0]
+    try:
+        result = run.env.step(action)
+    except Exception as exc:
+        raise fail(
+            "step_raised",
+            f"seed={seed}: a step after the episode ended raised {type(exc).__name__}: {exc}; return reward 0.0 and terminated=True",
+            exc,
+        ) from exc
+    check_step_result(result, f"a step after the end (seed={seed})", run.max_chars)
+    if result[1] != 0.0:
+        raise fail(
+            "reward_contract:after_end",
+            f"seed={seed}: a step after the won episode ended got reward {result[1]}; after the end return reward 0.0 and terminated=True",
+            evidence=Evidence.of("solution", seed, f"{action[:60]} (again) -> {result[0]}"),
+        )
 
 
 def check_seeds_matter(run: CheckRun) -> None:
@@ -376,7 +399,13 @@ CHECKS: tuple[tuple[str, bool, Check, tuple[str, ...]], ...] = (
         "solution",
         True,
         check_solution,
-        ("solution_raised", "solution_type", "solution_fails", "nondeterministic"),
+        (
+            "solution_raised",
+            "solution_type",
+            "solution_fails",
+            "nondeterministic",
+            "reward_contract:after_end",
+        ),
     ),
     ("seeds_matter", False, check_seeds_matter, ("seed_ignored",)),
     ("solution_not_shown", False, check_solution_not_shown, ("solution_leaked",)),
