@@ -293,7 +293,10 @@ def _summary_table(root: Path, rows: list[dict[str, Any]]) -> Any:
         ("R hint", "play/return_hint"),
         ("R no hint", "play/return_nohint"),
         ("held-out R", "heldout/return_nohint"),
+        ("solved h/nh", "play/solved"),
+        ("held-out n", "heldout/episodes"),
         ("regret", "reward/regret_mean"),
+        ("regret p10/50/90", "reward/regret_p"),
         ("reward std a/d", "adv/std"),
         ("loss", "train/loss"),
         ("pool", "pool/size"),
@@ -309,6 +312,10 @@ def _summary_table(root: Path, rows: list[dict[str, Any]]) -> Any:
             if key == "adv/std":  # both roles' raw reward spread (before normalization)
                 a, d = row.get("adv/agent_reward_std"), row.get("adv/designer_reward_std")
                 v = "-" if a is None and d is None else f"{a or 0:.2f}/{d or 0:.2f}"
+            elif key in ("play/solved", "reward/regret_p"):  # two or three keys in one cell
+                parts = ("_hint", "_nohint") if key == "play/solved" else ("10", "50", "90")
+                got = [row.get(key + p) for p in parts]
+                v = "-" if all(g is None for g in got) else "/".join(f"{g or 0:.2f}" for g in got)
             cells.append("-" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v))
         table.add_row(*cells)
     return table
@@ -350,6 +357,34 @@ def cmd_recipes(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from spade_train import experiment as ex
+
+    root = Path(args.root) / args.size
+    try:
+        runs = ex.plan(args.size, args.seeds, root, args.arms.split(",") if args.arms else None)
+        shared = ex.check_budgets(runs)
+        n_heldout = ex.heldout_disjoint()
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(f"experiment {args.name}, size {args.size}: {len(runs)} runs in {root}")
+    print(f"budget (every arm): {shared}")
+    print(f"held-out: {n_heldout} {ex.HELDOUT_CORPUS} games, disjoint from {ex.STATIC_CORPUS}")
+    for run in runs:
+        print(f"  {run.arm:<12} seed {run.seed}: {ex.state(run)}")
+    if args.dry_run:
+        return 0
+    try:
+        rc = ex.execute(runs, root)
+    except KeyboardInterrupt:
+        rc = 130
+    if rc == 130:
+        print(f"interrupted: finished runs are kept in {root}; run again to go on", file=sys.stderr)
+    elif rc == 0:
+        print(f"results: {root}/results.md, {root}/rq1.png")
+    return rc
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spade", description="SPADE self-play training")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -372,6 +407,14 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(func=cmd_inspect)
     recipes = sub.add_parser("recipes", help="list the shipped recipes, one line each")
     recipes.set_defaults(func=cmd_recipes)
+    exp = sub.add_parser("experiment", help="run a comparison of training arms over seeds")
+    exp.add_argument("name", choices=["rq1-mini"])
+    exp.add_argument("--size", default="tiny", help="tiny (1 cycle a run) or mini (6 cycles)")
+    exp.add_argument("--seeds", type=int, default=3)
+    exp.add_argument("--arms", help="comma-separated subset of the arms (default all four)")
+    exp.add_argument("--root", default="runs/rq1-mini", help="experiment directory")
+    exp.add_argument("--dry-run", action="store_true", help="print the plan and budgets only")
+    exp.set_defaults(func=cmd_experiment)
     return parser
 
 

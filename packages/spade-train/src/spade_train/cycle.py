@@ -32,7 +32,7 @@ from spade_train.config import RunConfig
 from spade_train.core import rewards as rw
 from spade_train.core.delayed_rewards import DelayedDesignerRewards
 from spade_train.core.learning_potential import GameBaselines
-from spade_train.core.pool import EnvPool
+from spade_train.core.pool import WIN_THRESHOLD, EnvPool
 from spade_train.resources import Resources
 from spade_train.sources import Clock, CycleInputs, EnvSource, write_design_rows
 from spade_train.spread import reward_spread
@@ -159,6 +159,8 @@ def play_metrics(played: Sequence[PlayedEnv], episodes: Sequence[Episode]) -> Me
         "play/episodes": len(hinted) + len(unhinted),
         "play/return_hint": _mean(hinted),
         "play/return_nohint": _mean(unhinted),
+        "play/solved_hint": _mean([float(r >= WIN_THRESHOLD) for r in hinted]),
+        "play/solved_nohint": _mean([float(r >= WIN_THRESHOLD) for r in unhinted]),
         "play/errors": sum(len(p.errors) for p in played),
         "play/parsed_rate": _mean([float(not t.malformed) for t in turns]),
         "play/ended": {k: ended[k] for k in s_play.EPISODE_ENDS if ended[k]},
@@ -168,6 +170,7 @@ def play_metrics(played: Sequence[PlayedEnv], episodes: Sequence[Episode]) -> Me
 def score_metrics(scores: Scores) -> Metrics:
     return {
         "reward/regret_mean": _mean(scores.regrets),
+        **regret_quantiles(scores.regrets),
         "reward/designer_mean": _mean(scores.designer_rewards),
         **{f"reward/{k}": v for k, v in scores.metrics.items()},
     }
@@ -190,6 +193,21 @@ def pool_metrics(state: RunState, added: int, retired: int) -> Metrics:
         "pool/skills": dict(sorted(state.pool.skill_counts().items())),
         "memory/size": len(state.memory),
     }
+
+
+def regret_quantiles(regrets: Sequence[float]) -> Metrics:
+    """The designer's regret distribution: 10th, 50th and 90th percentile (linear
+    interpolation, as numpy's default); nothing when no valid design was played."""
+    xs = sorted(regrets)
+    if not xs:
+        return {}
+    out: Metrics = {}
+    for q in (10, 50, 90):
+        pos = (len(xs) - 1) * q / 100
+        lo = int(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        out[f"reward/regret_p{q}"] = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return out
 
 
 def _mean(xs: Sequence[float]) -> float | None:

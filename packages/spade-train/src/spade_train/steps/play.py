@@ -198,6 +198,7 @@ def play_heldout(ctx: Playing, cycle: int) -> Metrics:
         "heldout/return_hint": sum(hinted) / max(1, len(hinted)),
         "heldout/return_nohint": sum(unhinted) / max(1, len(unhinted)),
         "heldout/won": sum(e.result.won for e in episodes) / max(1, len(episodes)),
+        "heldout/episodes": len(episodes),
     }
 
 

@@ -1,0 +1,293 @@
+"""`spade experiment rq1-mini`: the paper's first research question in miniature on CPU.
+
+Four arms train the embedded quickstart policy for the same budget (cycles x environments x
+episodes x turns x tokens): SPADE self-play, fixed-environment GRPO on a static corpus (the
+example corpus's training split), fixed-environment RLVE, and no training (the learning rate
+at its smallest allowed value, so the update changes no float32 weight). Every arm is played on
+the starter corpus's held-out games after its last cycle; each arm runs over several seeds.
+Each arm x seed is one run directory under the experiment root: a finished one is never re-run,
+a partial one resumes from its last checkpoint (or starts again when it has none)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HELDOUT_CORPUS = "starter"
+STATIC_CORPUS = "example"
+METRIC = "heldout/return_nohint"
+NO_TRAIN_LR = 1.0e-30
+SIZES: dict[str, int] = {"tiny": 1, "mini": 6}
+ARMS: dict[str, list[str]] = {
+    "spade": ["mode=spade"],
+    "fixed-static": ["mode=fixed-static", f"fixed.corpus={STATIC_CORPUS}", "fixed.split=train"],
+    "fixed-rlve": ["mode=fixed-rlve"],
+    "no-training": [
+        "mode=fixed-static",
+        f"fixed.corpus={STATIC_CORPUS}",
+        "fixed.split=train",
+        f"backend.lr={NO_TRAIN_LR}",
+    ],
+}
+ARM_LABELS = {
+    "spade": "SPADE self-play",
+    "fixed-static": f"fixed-env GRPO (static `{STATIC_CORPUS}` corpus)",
+    "fixed-rlve": "fixed-env RLVE",
+    "no-training": "no training",
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    arm: str
+    seed: int
+    cycles: int
+    root: Path
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / f"{self.arm}-seed{self.seed}"
+
+    def overrides(self) -> list[str]:
+        c = self.cycles
+        common = [f"seed={self.seed}", f"cycles={c}", f"eval.heldout={HELDOUT_CORPUS}"]
+        return [*common, f"eval.heldout_every={c}", "checkpoint.keep=1", *ARMS[self.arm]]
+
+
+def plan(size: str, seeds: int, root: Path, arms: list[str] | None = None) -> list[Run]:
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; use one of {', '.join(SIZES)}")
+    if seeds < 1:
+        raise ValueError("--seeds must be at least 1")
+    chosen = arms or list(ARMS)
+    unknown = [a for a in chosen if a not in ARMS]
+    if unknown:
+        raise ValueError(f"unknown arm(s) {', '.join(unknown)}; use {', '.join(ARMS)}")
+    return [Run(a, s, SIZES[size], root) for s in range(seeds) for a in chosen]
+
+
+def budget(run: Run) -> dict[str, Any]:
+    """The agent's training budget of one run, from its loaded recipe."""
+    from spade_train.config import load_recipe
+
+    cfg = load_recipe("quickstart", run.overrides())
+    a = cfg.agent
+    return {
+        "cycles": cfg.cycles,
+        "envs_per_cycle": a.envs_per_cycle,
+        "episodes_per_env": a.episodes_per_env,
+        "hint_plays_per_env": a.hint_plays_per_env,
+        "max_turns": a.max_turns,
+        "max_new_tokens": a.sampling.max_new_tokens,
+    }
+
+
+def check_budgets(runs: list[Run]) -> dict[str, Any]:
+    """The one budget every arm shares; a ValueError naming the arm whose budget differs."""
+    first: dict[str, Any] | None = None
+    for run in runs:
+        b = budget(run)
+        if first is None:
+            first = b
+        elif b != first:
+            raise ValueError(f"arm {run.arm} budget {b} differs from {first}")
+    return first or {}
+
+
+def heldout_disjoint() -> int:
+    """Assert no static training game is a held-out game (by id and by source); returns the
+    number of held-out games."""
+    import spade_envs as se
+
+    static = se.load_corpus(se.resolve_corpus_path(STATIC_CORPUS))
+    held = se.load_corpus(se.resolve_corpus_path(HELDOUT_CORPUS))
+    train = [r for r in static.records if r.split == "train"]
+    heldout = [r for r in held.records if r.split == "heldout"]
+    ids = {r.id for r in train} & {r.id for r in heldout}
+    srcs = {static.source(r.id) for r in train} & {held.source(r.id) for r in heldout}
+    if ids or srcs:
+        raise ValueError(f"held-out games overlap the static corpus: {sorted(ids) or 'sources'}")
+    return len(heldout)
+
+
+def state(run: Run) -> str:
+    """``finished`` (its last cycle has a held-out row), ``partial`` or ``new``."""
+    rows = read_rows(run.run_dir)
+    if any(r.get("cycle") == run.cycles and METRIC in r for r in rows):
+        return "finished"
+    return "partial" if (run.run_dir / "config.yaml").exists() else "new"
+
+
+def read_rows(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and the Student-t confidence interval over seeds (nan bounds for one seed)."""
+    mean = statistics.fmean(values)
+    n = len(values)
+    if n < 2:
+        return mean, math.nan, math.nan
+    half = _t_quantile(0.5 + level / 2, n - 1) * statistics.stdev(values) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Student-t quantile by bisection on its CDF (regularized incomplete beta, series)."""
+    lo, hi = 0.0, 1.0e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if _t_cdf(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _t_cdf(t: float, df: int) -> float:
+    x = df / (df + t * t)
+    return 1.0 - 0.5 * _betainc(df / 2, 0.5, x)
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta I_x(a, b) by Lentz's continued fraction."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    ln = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x)
+    front = math.exp(ln + b * math.log(1.0 - x)) / a
+    f, c, d = 1.0, 1.0, 0.0
+    for i in range(400):
+        m = i // 2
+        if i == 0:
+            num = 1.0
+        elif i % 2 == 0:
+            num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        else:
+            num = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > 1e-300 else 1e-300)
+        c = 1.0 + num / (c if abs(c) > 1e-300 else 1e-300)
+        f *= c * d
+        if abs(1.0 - c * d) < 1e-14:
+            break
+    return front * (f - 1.0)
+
+
+def collect(runs: list[Run]) -> dict[str, dict[str, Any]]:
+    """Per arm: each finished seed's last held-out return, episode count and wall time."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        arm = out.setdefault(run.arm, {"values": [], "episodes": 0, "seconds": 0.0, "curve": {}})
+        rows = read_rows(run.run_dir)
+        last = [r for r in rows if r.get("cycle") == run.cycles and METRIC in r]
+        if not last:
+            continue
+        arm["values"].append(float(last[-1][METRIC]))
+        arm["episodes"] += int(last[-1].get("heldout/episodes", 0))
+        arm["seconds"] += sum(float(r.get("time/cycle_s", 0.0)) for r in rows)
+        for r in rows:
+            if "play/return_nohint" in r:
+                arm["curve"].setdefault(int(r["cycle"]), []).append(float(r["play/return_nohint"]))
+    return out
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """The RQ1 layout: one row per method, held-out return as mean [95 % t-interval]."""
+    lines = [
+        "| method | seeds | held-out return (no hint), mean [95 % CI] | held-out episodes |",
+        "|---|---:|---|---:|",
+    ]
+    for arm, r in results.items():
+        if not r["values"]:
+            lines.append(f"| {ARM_LABELS[arm]} | 0 | not run | 0 |")
+            continue
+        mean, lo, hi = t_interval(r["values"])
+        ci = f"[{lo:.3f}, {hi:.3f}]" if not math.isnan(lo) else "(one seed)"
+        n = len(r["values"])
+        lines.append(f"| {ARM_LABELS[arm]} | {n} | {mean:.3f} {ci} | {r['episodes']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
+    """Bars of each arm's held-out mean with its 95 % t-interval, the seeds as points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for i, r in enumerate(results.values()):
+        if not r["values"]:
+            continue
+        mean, lo, hi = t_interval(r["values"])
+        if not math.isnan(lo):
+            ax.fill_between([i - 0.3, i + 0.3], lo, hi, alpha=0.25)
+        ax.hlines(mean, i - 0.3, i + 0.3, colors="black")
+        ax.scatter([i] * len(r["values"]), r["values"], s=14, zorder=3)
+    ax.set_xticks(range(len(results)), [a for a in results], fontsize=8)
+    ax.set_ylabel("held-out return, no hint")
+    ax.set_title("RQ1 mini: mean (line), 95 % t-interval over seeds (band), seeds (dots)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run_one(run: Run) -> int:
+    """Start, resume or skip one arm x seed run in a child ``spade`` process."""
+    st = state(run)
+    if st == "finished":
+        return 0
+    has_ckpt = any((run.run_dir / "checkpoints").glob("cycle_*"))
+    if st == "partial" and has_ckpt:
+        cmd = [sys.executable, "-m", "spade_train.cli", "resume", str(run.run_dir)]
+    else:
+        if st == "partial":  # no checkpoint: nothing to resume from, start that run again
+            import shutil
+
+            shutil.rmtree(run.run_dir)
+        cmd = [sys.executable, "-m", "spade_train.cli", "train", "--recipe", "quickstart"]
+        cmd += ["--run-dir", str(run.run_dir), *run.overrides()]
+    return subprocess.call(cmd)
+
+
+def execute(runs: list[Run], root: Path, log: Any = print) -> int:
+    """Every run in turn, then the table and plot; 130 on Ctrl-C (finished runs kept)."""
+    for i, run in enumerate(runs, 1):
+        st = state(run)
+        log(f"[{i}/{len(runs)}] {run.arm} seed {run.seed}: {st}")
+        if st == "finished":
+            continue
+        started = time.perf_counter()
+        rc = run_one(run)
+        log(
+            f"[{i}/{len(runs)}] {run.arm} seed {run.seed}: rc {rc}, {time.perf_counter() - started:.0f} s"
+        )
+        if rc == 130:
+            return 130
+        if rc != 0:
+            log(f"run {run.run_dir} failed (exit {rc}); fix it and run the command again")
+            return rc
+    write_results(runs, root)
+    return 0
+
+
+def write_results(runs: list[Run], root: Path) -> None:
+    results = collect(runs)
+    (root / "results.md").write_text(table(results))
+    (root / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    plot(results, root / "rq1.png")
