@@ -202,11 +202,11 @@ def regret_quantiles(regrets: Sequence[float]) -> Metrics:
     if not xs:
         return {}
     out: Metrics = {}
-    for q in (10, 50, 90):
+    for key, q in (("reward/regret_p10", 10), ("reward/regret_p50", 50), ("reward/regret_p90", 90)):
         pos = (len(xs) - 1) * q / 100
         lo = int(pos)
         hi = min(lo + 1, len(xs) - 1)
-        out[f"reward/regret_p{q}"] = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+        out[key] = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
     return out
 
 

@@ -1,0 +1,107 @@
+"""`spade experiment rq1-mini`: planning, equal budgets, held-out disjointness, the t-interval
+against scipy, run states for resuming, the results table and plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from spade_train import experiment as ex
+from spade_train.cli import main
+from spade_train.cycle import regret_quantiles
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[0.1, 0.3, 0.2], [0.0, 1.0], [0.25, 0.31, 0.4, 0.22, 0.5], [1.0, 1.0, 1.5, -2.0]],
+)
+def test_t_interval_matches_scipy(values: list[float]) -> None:
+    mean, lo, hi = ex.t_interval(values)
+    want = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert mean == pytest.approx(np.mean(values))
+    assert (lo, hi) == pytest.approx(want, abs=1e-9)
+
+
+def test_t_interval_of_one_seed_has_no_bounds() -> None:
+    mean, lo, hi = ex.t_interval([0.4])
+    assert mean == 0.4 and math.isnan(lo) and math.isnan(hi)
+
+
+@pytest.mark.parametrize("regrets", [[0.5], [0.0, 0.2], [0.3, -0.1, 0.7, 0.25, 0.0]])
+def test_regret_quantiles_match_numpy(regrets: list[float]) -> None:
+    got = regret_quantiles(regrets)
+    for q in (10, 50, 90):
+        assert got[f"reward/regret_p{q}"] == pytest.approx(np.percentile(regrets, q))
+    assert regret_quantiles([]) == {}
+
+
+def test_plan_budgets_are_equal_across_arms(tmp_path: Path) -> None:
+    runs = ex.plan("tiny", 3, tmp_path)
+    assert len(runs) == 12 and {r.arm for r in runs} == set(ex.ARMS)
+    shared = ex.check_budgets(runs)
+    assert shared["cycles"] == 1 and shared["envs_per_cycle"] == 6
+    assert ex.plan("mini", 1, tmp_path)[0].cycles == ex.SIZES["mini"]
+
+
+def test_unequal_budget_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    arms = {**ex.ARMS, "short": ["mode=spade", "agent.episodes_per_env=2"]}
+    monkeypatch.setattr(ex, "ARMS", arms)
+    with pytest.raises(ValueError, match="arm short budget"):
+        ex.check_budgets(ex.plan("tiny", 1, tmp_path, ["spade", "short"]))
+
+
+def test_plan_refuses_unknown_size_and_arm(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown size"):
+        ex.plan("huge", 3, tmp_path)
+    with pytest.raises(ValueError, match="unknown arm"):
+        ex.plan("tiny", 3, tmp_path, ["spade", "bogus"])
+
+
+def test_heldout_games_are_disjoint_from_static_corpus() -> None:
+    assert ex.heldout_disjoint() == 6
+
+
+def _write_rows(run: ex.Run, rows: list[dict[str, object]]) -> None:
+    run.run_dir.mkdir(parents=True, exist_ok=True)
+    (run.run_dir / "config.yaml").write_text("name: quickstart\n")
+    (run.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_states_collect_and_table(tmp_path: Path) -> None:
+    runs = ex.plan("tiny", 3, tmp_path, ["spade", "no-training"])
+    assert {ex.state(r) for r in runs} == {"new"}
+    values = {"spade": [0.2, 0.3, 0.4], "no-training": [0.1, 0.1, 0.25]}
+    for r in runs:
+        row = {"cycle": 1, ex.METRIC: values[r.arm][r.seed], "heldout/episodes": 48}
+        _write_rows(r, [{**row, "time/cycle_s": 10.0, "play/return_nohint": 0.1}])
+    partial = ex.Run("spade", 9, 1, tmp_path)
+    _write_rows(partial, [])
+    assert ex.state(partial) == "partial"
+    assert {ex.state(r) for r in runs} == {"finished"}
+    results = ex.collect(runs)
+    assert results["spade"]["values"] == [0.2, 0.3, 0.4] and results["spade"]["episodes"] == 144
+    md = ex.table(results)
+    lo, hi = stats.t.interval(0.95, 2, loc=0.3, scale=stats.sem([0.2, 0.3, 0.4]))
+    assert f"0.300 [{lo:.3f}, {hi:.3f}]" in md and "| no training | 3 |" in md
+    ex.write_results(runs, tmp_path)
+    assert (tmp_path / "rq1.png").stat().st_size > 1000
+    assert "SPADE self-play" in (tmp_path / "results.md").read_text()
+
+
+def test_finished_run_is_not_rerun(tmp_path: Path) -> None:
+    run = ex.Run("spade", 0, 1, tmp_path)
+    _write_rows(run, [{"cycle": 1, ex.METRIC: 0.5}])
+    assert ex.run_one(run) == 0  # nothing started: a training run would take minutes
+    assert json.loads((run.run_dir / "metrics.jsonl").read_text())[ex.METRIC] == 0.5
+
+
+def test_cli_dry_run_prints_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["experiment", "rq1-mini", "--dry-run", "--root", str(tmp_path), "--seeds", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "12 runs" in out and "'cycles': 1" in out and "disjoint" in out
+    bad = main(["experiment", "rq1-mini", "--dry-run", "--root", str(tmp_path), "--arms", "x"])
+    assert bad == 2
