@@ -61,7 +61,7 @@ def test_the_spade_games_worlds():
         s: load_recipe(f"spade-games-{s}").backend.plan()["inner"] for s in ("4b", "8b", "30b")
     }
     assert {s: (w["world_size"], w["parallel"]["dp"]) for s, w in worlds.items()} == {
-        "4b": (2, 1), "8b": (2, 1), "30b": (8, 2)}  # fmt: skip
+        "4b": (8, 4), "8b": (8, 4), "30b": (8, 2)}  # fmt: skip
     assert worlds["30b"]["parallel"]["ep"] == 2 and worlds["8b"]["loss"]["reference_model"]
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from spade_train.backends.gpu_world import GpuWorld
 from spade_train.backends.placement import Layout, PlacementSpec
 from spade_train.backends.rollout_client import RequestTiming
 from spade_train.backends.sglang_fleet import FleetSettings
 from spade_train.backends.sglang_server import ServerSpec
-from spade_train.errors import BackendError
 
 
 def server_spec(
@@ -74,9 +74,10 @@ def sync_mode_text(sglang: dict[str, Any], spec: PlacementSpec) -> str:
     )
 
 
-def start_trainer(backend: Any, spec: PlacementSpec, layout: Layout) -> Any:
+def start_trainer(backend: Any, world: GpuWorld, layout: Layout) -> Any:
     """The trainer actor: ``local`` on rank 0's bundle; ``megatron`` on the driver's node,
-    starting its world of one actor per rank on the trainer's bundles, in node order."""
+    starting its world (:func:`~spade_train.backends.gpu_world.gpu_world`, the dry run's) of one
+    actor per rank on the trainer's bundles, in node order."""
     import ray
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -85,18 +86,14 @@ def start_trainer(backend: Any, spec: PlacementSpec, layout: Layout) -> Any:
     options = dict(backend.options)
     remote: Any = ray.remote(TrainerActor)
     args = (backend.inner, options, backend._threads, backend._import)
-    if backend.inner == "megatron":
+    spec = world.spec
+    if world.megatron is not None:
         options.update(
-            world_size=spec.trainer_gpus,
+            world_size=world.megatron.world_size,
             placement_group=backend._pg,
             bundle_indices=[s.bundle for s in layout.trainer],
         )
         return remote.options(num_cpus=0, max_restarts=0).remote(*args)
-    if spec.trainer_gpus != 1:
-        raise BackendError(
-            f"inner backend {backend.inner!r} trains in one process: trainer_gpus must be 1, "
-            f"got {spec.trainer_gpus} (use inner: megatron for a world of ranks)"
-        )
     strategy = PlacementGroupSchedulingStrategy(backend._pg, layout.trainer[0].bundle)
     return remote.options(
         num_cpus=0, num_gpus=spec.trainer_share(), max_restarts=0, scheduling_strategy=strategy

@@ -122,19 +122,18 @@ class MegatronOptions(BackendOptions):
     """AdamW's betas (upstream's launchers: ``--adam-beta2 0.98``)."""
 
     def plan(
-        self, common: dict[str, Any], defaults: dict[str, Any], world_size: float | None = None
+        self, common: dict[str, Any], defaults: dict[str, Any], world_size: int | None = None
     ) -> dict[str, Any]:
-        """``world_size`` here: the GPUs a placement gives the trainer, when the caller knows
-        (shown beside the world, which comes from these options alone, as at launch)."""
+        """``world_size``: the ranks a GPU placement gives the trainer (``gpu_world``, as at
+        launch); None: these options alone (``world_size``, else tp x pp x ep)."""
         from spade_train.backends.megatron_world import world_layout
 
-        layout = world_layout(self.model_dump())
-        given = {} if world_size is None else {"trainer_gpus_given": world_size}
+        dump = self.model_dump()
+        layout = world_layout(dump if world_size is None else {**dump, "world_size": world_size})
         return {
             **super().plan(common, defaults),
             "model": common.get("model"),
             **layout.plan(),
-            **given,
             "dtype": common.get("dtype", "auto"),
             "micro_batch": {
                 "rows": common.get("micro_batch_size"),

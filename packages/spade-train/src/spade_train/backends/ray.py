@@ -129,18 +129,22 @@ class RayBackend:
         max_restarts: int,
     ) -> None:
         from spade_train.backends.gpu_shape import fleet_settings, server_spec, start_trainer
-        from spade_train.backends.placement import PlacementSpec, assign, check_fits
+        from spade_train.backends.gpu_world import gpu_world
+        from spade_train.backends.placement import assign, check_fits
         from spade_train.backends.sglang_fleet import SGLangFleet
 
-        spec = PlacementSpec(
-            trainer_gpus, rollout_gpus, int(sglang.get("tp_size", 1)), colocate, cpus_per_gpu
-        )
+        world = gpu_world({
+            "inner": self.inner, "inner_options": self.options, "trainer_gpus": trainer_gpus,
+            "rollout_gpus": rollout_gpus, "colocate": colocate, "cpus_per_gpu": cpus_per_gpu,
+            "sglang": sglang,
+        })  # fmt: skip
+        spec = world.spec
         check_fits(spec, alive_nodes())
         self._pg = placement_group(spec.bundles(), strategy="PACK")
         self._get(self._pg.ready(), "placement group")
         layout = assign(spec, probe_sites(self._pg, spec.n_bundles, self.timeout))
         self.layout = layout
-        self._trainer = start_trainer(self, spec, layout)
+        self._trainer = start_trainer(self, world, layout)
         self._get(self._trainer.ready.remote(), "trainer start")
         server = server_spec(self.options, sglang)
         from transformers import AutoTokenizer

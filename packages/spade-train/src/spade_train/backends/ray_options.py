@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from spade_train.backends.options import BackendOptions, MegatronOptions
 from spade_train.backends.registry import backend_spec
@@ -101,6 +101,19 @@ class RayOptions(BackendOptions):
     sglang: SGLangOptions | None = None
     """GPU recipes: the SGLang engines the backend launches; None: the CPU shape."""
 
+    @model_validator(mode="after")
+    def _world_fits_the_gpus(self) -> RayOptions:
+        """A GPU recipe's Megatron world must be its trainer GPUs (refused at load)."""
+        if self.sglang is not None:
+            from spade_train.backends.gpu_world import gpu_world
+            from spade_train.errors import SpadeTrainError
+
+            try:
+                gpu_world(self.model_dump())
+            except SpadeTrainError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
     def inner_model(self) -> BackendOptions:
         return backend_spec(self.inner).options.model_validate(self.inner_options)
 
@@ -130,17 +143,16 @@ class RayOptions(BackendOptions):
 
     def _gpu_plan(self, common: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
         from spade_train.backends.gpu_shape import server_spec, sync_mode_text
-        from spade_train.backends.placement import PlacementSpec
+        from spade_train.backends.gpu_world import gpu_world
         from spade_train.backends.sglang_server import server_command
 
         assert self.sglang is not None
         sg = self.sglang.model_dump()
-        spec = PlacementSpec(
-            self.trainer_gpus, self.rollout_gpus, sg["tp_size"], self.colocate, self.cpus_per_gpu
-        )
+        world = gpu_world(self.model_dump())
+        spec = world.spec
         inner = self.inner_model()
-        if isinstance(inner, MegatronOptions):
-            inner_plan = inner.plan(common, defaults, world_size=self.trainer_gpus)
+        if isinstance(inner, MegatronOptions) and world.megatron is not None:
+            inner_plan = inner.plan(common, defaults, world_size=world.megatron.world_size)
         else:
             inner_plan = inner.plan(common, defaults)
         server = server_spec({**common, **self.flat()}, sg, resolve=False)
@@ -150,7 +162,8 @@ class RayOptions(BackendOptions):
         return {
             "placement_group": spec.bundles(),
             "placement": spec.plan(self.gpus_per_node),
-            "trainer": {"inner": self.inner, "ranks": self.trainer_gpus},
+            "trainer": {"inner": self.inner, "ranks": world.ranks},
+            "world": world.plan(),
             "engines": {
                 "count": spec.n_engines,
                 "tp_size": spec.engine_tp,
