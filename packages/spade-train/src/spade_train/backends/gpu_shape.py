@@ -12,6 +12,7 @@ from spade_train.backends.placement import Layout, PlacementSpec
 from spade_train.backends.rollout_client import RequestTiming
 from spade_train.backends.sglang_fleet import FleetSettings
 from spade_train.backends.sglang_server import ServerSpec
+from spade_train.errors import BackendError
 
 
 def server_spec(
@@ -94,6 +95,11 @@ def start_trainer(backend: Any, world: GpuWorld, layout: Layout) -> Any:
             bundle_indices=[s.bundle for s in layout.trainer],
         )
         return remote.options(num_cpus=0, max_restarts=0).remote(*args)
+    if spec.trainer_gpus != 1:
+        raise BackendError(
+            f"inner backend {backend.inner!r} trains in one process: trainer_gpus must be 1, "
+            f"got {spec.trainer_gpus} (use inner: megatron for a world of ranks)"
+        )
     strategy = PlacementGroupSchedulingStrategy(backend._pg, layout.trainer[0].bundle)
     return remote.options(
         num_cpus=0, num_gpus=spec.trainer_share(), max_restarts=0, scheduling_strategy=strategy

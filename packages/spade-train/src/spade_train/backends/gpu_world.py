@@ -93,12 +93,7 @@ def gpu_world(options: Mapping[str, Any]) -> GpuWorld:
         float(options.get("cpus_per_gpu", 1.0)),
     )
     inner = str(options.get("inner", "local"))
-    if inner != "megatron":
-        if trainer != 1:
-            raise BackendError(
-                f"inner backend {inner!r} trains in one process: backend.options.trainer_gpus "
-                f"must be 1, got {trainer} (use inner: megatron for a world of ranks)"
-            )
+    if inner != "megatron":  # one process; start_trainer refuses trainer_gpus != 1
         return GpuWorld(spec, None, int(options.get("gpus_per_node", 8)))
     return GpuWorld(spec, megatron_world(options), int(options.get("gpus_per_node", 8)))
 
