@@ -68,6 +68,8 @@ def test_backend_registry_refuses_duplicates_and_takes_new_backends() -> None:
 
     class EchoOptions(BackendOptions):
         width: int = 1
+        """A plug-in's option (described: the registry outlives this test, and the config
+        reference test requires every registered field to be described)."""
 
     name = "echo-test-backend"
     if name not in available_backends():
