@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import spade_envs_corpora
+
 from .core import DEFAULT_MAX_TURNS, EnvFactory
 from .corpus_files import (
     RESERVED_FILES,
@@ -294,20 +296,20 @@ class Corpus:
 
 
 def example_corpus_path() -> Path:
-    """The small example corpus shipped inside this package."""
-    return Path(__file__).parent / "corpora" / "example"
+    """The small example corpus shipped with this package (in ``spade-envs-corpora``)."""
+    return spade_envs_corpora.path("example")
 
 
 def starter_corpus_path() -> Path:
-    """The starter corpus shipped inside this package: 18 short, easy games (three per skill,
+    """The starter corpus shipped with this package: 18 short, easy games (three per skill,
     a third of them held out) that give partial credit, so a small policy's returns are not
     all zero."""
-    return Path(__file__).parent / "corpora" / "starter"
+    return spade_envs_corpora.path("starter")
 
 
 def tool_use_corpus_path() -> Path:
-    """The tool-use corpus shipped inside this package (records carry ``tools`` and ``domain``)."""
-    return Path(__file__).parent / "corpora" / "tool_use"
+    """The tool-use corpus shipped with this package (records carry ``tools`` and ``domain``)."""
+    return spade_envs_corpora.path("tool_use")
 
 
 def resolve_corpus_path(name_or_path: str | os.PathLike[str]) -> Path:
