@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 import spade_envs as se
 
-CORPUS = Path(__file__).resolve().parents[1] / "src" / "spade_envs" / "corpora" / "example"
+CORPUS = (
+    Path(__file__).resolve().parents[2]
+    / "spade-envs-corpora"
+    / "src"
+    / "spade_envs_corpora"
+    / "example"
+)
 # Games being written land first in tools/staging_*/ (rows.jsonl + game_*.py) and are merged
 # into the corpus by tools/build_example_corpus.py; the same tests cover both.
 STAGING = sorted((Path(__file__).resolve().parents[1] / "tools").glob("staging_*"))

@@ -1,6 +1,6 @@
-"""``pip install ./packages/spade-envs`` into a fresh virtual environment, then play the shipped
-corpus with the installed console script: the package stands alone and pulls gymnasium and
-little else. Needs pip to reach a package index; skipped, saying so, only when it cannot."""
+"""``pip install ./packages/spade-envs`` (with its data package ``spade-envs-corpora``, which a
+registry would resolve by name) into a fresh virtual environment, then play the shipped corpus
+with the installed console script: the package stands alone and pulls gymnasium and little else. Needs pip to reach a package index; skipped, saying so, only when it cannot."""
 
 from __future__ import annotations
 
@@ -16,13 +16,15 @@ import pytest
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 PACKAGE = Path(__file__).resolve().parents[1]
-SHIPPED_MANIFEST = PACKAGE / "src" / "spade_envs" / "corpora" / "example" / "manifest.jsonl"
+CORPORA = PACKAGE.parent / "spade-envs-corpora"
+SHIPPED_MANIFEST = CORPORA / "src" / "spade_envs_corpora" / "example" / "manifest.jsonl"
 
 #: Everything `pip install spade-envs` may bring: the package, its two declared dependencies and
 #: gymnasium's own (numpy, cloudpickle, typing-extensions, farama-notifications), plus the venv's
 #: pip/setuptools. A new name here is a decision, not an accident.
 ALLOWED = {
     "spade-envs",
+    "spade-envs-corpora",
     "gymnasium",
     "tqdm",
     "numpy",
@@ -88,7 +90,7 @@ def installed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("install")
     venv.create(root / "venv", with_pip=True, clear=True)
     python = root / "venv" / "bin" / "python"
-    proc = pip(python, "install", str(PACKAGE))
+    proc = pip(python, "install", str(CORPORA), str(PACKAGE))
     if proc.returncode != 0:
         skip_unless_an_index_answers(python, root / "probe", proc)
     return python.parent
@@ -104,7 +106,8 @@ def test_install_pulls_gymnasium_and_nothing_heavy(installed):
     names = installed_distributions(installed)
     assert {"spade-envs", "gymnasium", "tqdm"} <= names
     assert not names & FORBIDDEN, f"heavy dependencies installed: {sorted(names & FORBIDDEN)}"
-    other_spade = sorted(n for n in names if n.startswith("spade-") and n != "spade-envs")
+    own = {"spade-envs", "spade-envs-corpora"}
+    other_spade = sorted(n for n in names if n.startswith("spade-") and n not in own)
     assert not other_spade, f"other spade packages installed: {other_spade}"
     assert names <= ALLOWED, f"unexpected dependencies: {sorted(names - ALLOWED)}"
 
@@ -121,6 +124,21 @@ def test_installed_package_is_the_venv_copy_not_the_checkout(installed, tmp_path
     assert proc.returncode == 0, proc.stderr
     where = Path(proc.stdout.strip()).resolve()
     assert installed.parent.resolve() in where.parents and PACKAGE not in where.parents
+    corpora = subprocess.run(
+        [
+            str(installed / "python"),
+            "-c",
+            "import spade_envs as se; print(se.example_corpus_path())",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean_env(),
+        timeout=60,
+    )
+    assert corpora.returncode == 0, corpora.stderr
+    shipped = Path(corpora.stdout.strip()).resolve()
+    assert installed.parent.resolve() in shipped.parents and (shipped / "manifest.jsonl").is_file()
 
 
 def test_installed_script_plays_the_shipped_corpus(installed, tmp_path):

@@ -2,7 +2,7 @@
 
     uv run python packages/spade-envs/tools/build_tool_corpus.py [--check] [--out DIR]
 
-The corpus (``spade_envs/corpora/tool_use/``) is a build output: edit the sources here and
+The corpus (``packages/spade-envs-corpora/src/spade_envs_corpora/tool_use/``) is a build output: edit the sources here and
 rebuild; ``tests/test_corpus_builds.py`` rebuilds it into a temporary directory and compares
 every file byte for byte with the committed copy.
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import CorpusError
 
 if TYPE_CHECKING:
-    from .corpus import EnvRecord
+    from .records import EnvRecord
 
 __all__ = [
     "CHUNK_BYTES",

@@ -32,7 +32,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import _parse_checksums
+from .corpus_dir import read_checksums
 from .errors import ChecksumError, CorpusError, FetchError, HubUnavailableError
 
 __all__ = [
@@ -94,7 +94,7 @@ def verify_release(path: str | os.PathLike[str], expected_games: int | None) -> 
     if not sums.is_file():
         raise CorpusError(f"{root}: no checksums.sha256; the release cannot be verified")
     bad = []
-    for name, digest in _parse_checksums(sums).items():
+    for name, digest in read_checksums(sums).items():
         file = root / name
         if not file.is_file():
             raise CorpusError(f"{root}: checksums.sha256 lists {name}, which was not downloaded")
@@ -108,7 +108,7 @@ def verify_release(path: str | os.PathLike[str], expected_games: int | None) -> 
             f"{bad[0]}{more}: SHA-256 does not match checksums.sha256 (deleted; run the fetch "
             "again, and if it persists the source serves a modified file)"
         )
-    return len(games), len(_parse_checksums(sums))
+    return len(games), len(read_checksums(sums))
 
 
 def _download(staging: Path, repo: str, revision: str, endpoint: str | None) -> None:

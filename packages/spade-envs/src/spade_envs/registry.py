@@ -11,7 +11,6 @@ path, on its first ``make``.
 
 from __future__ import annotations
 
-import json
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -27,6 +26,7 @@ from .corpus import (
     starter_corpus_path,
     tool_use_corpus_path,
 )
+from .corpus_dir import is_corpus_directory, manifest_ids
 from .errors import CorpusError
 
 __all__ = ["NAMESPACE", "SHIPPED_NAMESPACES", "register_corpus", "make_corpus_env"]
@@ -54,16 +54,7 @@ def make_corpus_env(
 
 
 def _manifest_ids(path: Path) -> list[str]:
-    if path.is_dir():
-        manifest = path / "manifest.jsonl"
-        if not manifest.is_file():
-            raise CorpusError(f"{path}: no manifest.jsonl; is this a SPADE corpus directory?")
-        lines = manifest.read_text(encoding="utf-8").split("\n")
-        try:
-            return [json.loads(line)["id"] for line in lines if line.strip()]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            pass  # let load_corpus name the bad line
-    return load_corpus(path).ids()
+    return manifest_ids(path) if path.is_dir() else load_corpus(path).ids()
 
 
 def register_corpus(
@@ -100,5 +91,5 @@ def _register_shipped() -> None:
         "tool_use": tool_use_corpus_path(),
     }
     for name, path in paths.items():
-        if (path / "manifest.jsonl").is_file():
+        if is_corpus_directory(path):
             register_corpus(path, namespace=SHIPPED_NAMESPACES[name])
