@@ -11,11 +11,12 @@ from conftest import GUESS_HINT, GUESS_SOURCE
     "reply, action, source, malformed",
     [
         ("I think \\boxed{\\frac{1}{2}} is it", "\\boxed{\\frac{1}{2}}", "boxed", False),
-        ("first \\boxed{1}, then \\boxed{2}", "\\boxed{2}", "boxed", False),
+        ("first \\boxed{1}, then \\boxed{2}", "\\boxed{1}", "boxed", False),
         ("<action>U</action> and \\boxed{3}", "U", "action_tag", False),
         ("<ACTION> a </ACTION><action>b</action>", "b", "action_tag", False),
         ("```\nmove L\n```", "move L", "fence", False),
         ("unbalanced \\boxed{1 and \\boxed{2}", "\\boxed{2}", "boxed", False),
+        ("redundant \\boxed{{42}}", "\\boxed{42}", "boxed", False),
         ("no action here", "no action here", "none", True),
         ("", "", "none", True),
     ],

@@ -29,8 +29,9 @@ def test_math_equivalence(gold, response, ok):
     assert msuite.score(item, response).value == (1.0 if ok else 0.0)
 
 
-def test_math_boxed_nested_braces():
-    assert msuite.last_boxed("a \\boxed{1} then \\boxed{\\frac{a}{b}}") == "\\frac{a}{b}"
+def test_math_boxed_nested_braces_and_redundant_braces():
+    assert msuite.extract_answer("so \\boxed{\\frac{a}{b}}") == "\\frac{a}{b}"
+    assert msuite.extract_answer("so \\boxed{{42}}") == "42"  # stripped, as upstream
 
 
 @pytest.mark.parametrize(

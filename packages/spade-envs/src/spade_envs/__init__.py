@@ -3,6 +3,7 @@ episode runner and corpus playback. See the package README."""
 
 from importlib.metadata import version as _version
 
+from .actions import boxed, boxed_answer
 from .agents import OpenAIChatAgent, RandomAgent, RandomToolAgent, ReplayAgent
 from .chat import (
     DEFAULT_SYSTEM_PROMPT,
@@ -175,6 +176,8 @@ __all__ = [
     "BatchAgent",
     "ParsedAction",
     "parse_action",
+    "boxed",
+    "boxed_answer",
     "TurnRecord",
     "EpisodeError",
     "EpisodeResult",

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .actions import boxed_answer
 from .core import EnvFactory, TextEnvironment
 from .errors import ContractError, Evidence
 from .play import (
@@ -29,8 +30,6 @@ from .play import (
 from .probes import ProbeTally, probe_battery
 
 __all__ = ["CHECKS", "CheckRun", "SeedPlay"]
-
-_BOXED_ANSWER = re.compile(r"\\boxed\{(.*)\}", re.S)
 
 
 @dataclass
@@ -256,6 +255,12 @@ def check_seeds_matter(run: CheckRun) -> None:
         )
 
 
+def _whole_box(action: str) -> str | None:
+    """The boxed answer of an action that is one ``\\boxed{...}`` and nothing else, else None."""
+    text = action.strip()
+    return boxed_answer(text) if text.startswith("\\boxed{") and text.endswith("}") else None
+
+
 def _shown(action: str, observation: str, answers_vary: bool) -> bool:
     """Whether ``action``, or (when the answers vary between seeds) the answer inside its
     ``\\boxed{...}`` (two characters or more, as a whole token) is in ``observation``.
@@ -266,8 +271,7 @@ def _shown(action: str, observation: str, answers_vary: bool) -> bool:
         return True
     if not answers_vary:
         return False
-    inner = _BOXED_ANSWER.fullmatch(action.strip())
-    answer = inner.group(1).strip() if inner else ""
+    answer = _whole_box(action) or ""
     if len(answer) < 2:  # a one-character answer (a digit, a letter) is in any text by chance
         return False
     return re.search(rf"(?<![\w.-]){re.escape(answer)}(?![\w]|\.\d)", observation) is not None
@@ -286,8 +290,8 @@ def check_solution_not_shown(run: CheckRun) -> None:
     leaked = [f for f, s in zip(finals, run.played, strict=True) if f and _shown(f, s.first, vary)]
     if leaked and len(leaked) == len(run.played):
         last = run.played[-1]
-        inner = _BOXED_ANSWER.fullmatch(leaked[-1].strip())
-        around = inner.group(1).strip() if inner and inner.group(1).strip() in last.first else ""
+        inner = _whole_box(leaked[-1])
+        around = inner if inner and inner in last.first else ""
         raise fail(
             "solution_leaked",
             f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",

@@ -40,11 +40,11 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
+from .actions import boxed_answer
 from .core import DEFAULT_MAX_TURNS, StepResult
 from .errors import RlveUnavailableError, SourceError
 
@@ -168,36 +168,6 @@ def same_problem(
         if _generate(name, seed, parameter) is not None:
             return parameter, seed
     raise SourceError(f"RLVE generator failed {tries} times for {name} at difficulty {difficulty}")
-
-
-def boxed_answer(text: str) -> str | None:
-    """The answer inside ``\\boxed{...}`` as upstream reads it: the first box without nested
-    braces (up to three brace layers), else the last box's balanced content with up to two
-    outer brace layers removed; ``None`` when there is no box."""
-    if not text:
-        return None
-    for pattern in (
-        r"\\boxed\{([^{}]+)\}",
-        r"\\boxed\{\{([^{}]+)\}\}",
-        r"\\boxed\{\{\{([^{}]+)\}\}\}",
-    ):
-        match = re.search(pattern, text)
-        if match:
-            return match.group(1).strip()
-    at = text.rfind("\\boxed")
-    start = text.find("{", at) if at >= 0 else -1
-    if start < 0:
-        return None
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            content = text[start + 1 : i].strip()
-            for _ in range(2):
-                if content.startswith("{") and content.endswith("}"):
-                    content = content[1:-1].strip()
-            return content
-    return None
 
 
 def reference_answer(instance: Any) -> str | None:

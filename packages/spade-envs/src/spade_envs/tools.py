@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .actions import last_boxed as _last_boxed
+from .actions import boxed, boxed_answer
 
 __all__ = [
     "PARSE_OUTCOMES",
@@ -291,9 +291,9 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None
 
 
 def _final_or_nothing(text: str) -> ToolCallParse:
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        return ToolCallParse("final_answer", answer=boxed)
+    answer = boxed_answer(text)
+    if answer is not None:
+        return ToolCallParse("final_answer", answer=boxed(answer))
     return ToolCallParse("no_call", error="no tool call and no \\boxed{...} final answer found")
 
 

@@ -2,7 +2,7 @@
 ``{"prompt": [chat messages], "label": "<answer>"}`` (the prompt already carries the boxed
 instruction; `prepare` adds it to a raw file).
 
-Scored as upstream's offline suite: the last ``\\boxed{...}`` without nested braces, checked
+Scored with the boxed answer of :func:`spade_envs.boxed_answer` (upstream reads the last box: see docs/differences.md), checked
 against the label with math-verify (both wrapped in ``\\boxed{}``), else compared as integers.
 Paper keys (`metrics`): ``aime<year>_pass1`` (mean over every sample = avg@k),
 ``aime<year>_pass_at_<k>`` (share of problems with any correct sample), ``aime<year>_n_problems``
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+from spade_envs import boxed_answer
 
 from ..errors import EvalDataError
 from . import DataNeed, Item, Score, suite_config, workspace_root
@@ -25,7 +26,6 @@ from . import DataNeed, Item, Score, suite_config, workspace_root
 DEFAULTS: dict[str, Any] = {"years": [2025, 2026], "path_template": None, "samples": 1,
                             "limit": None, "skip_missing": False}  # fmt: skip
 INSTRUCTION = "\nPlease reason step by step, and put your final answer within \\boxed{}."
-_BOXED = re.compile(r"\\boxed\{([^{}]+)\}")
 
 
 def year_path(year: int, template: str | None) -> Path:
@@ -74,9 +74,8 @@ def load(config: dict[str, Any]) -> list[Item]:
 
 
 def extract(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` holding no braces, stripped; None when absent."""
-    found = _BOXED.findall(text)
-    return found[-1].strip() if found else None
+    """The boxed answer (:func:`spade_envs.boxed_answer`, the project's one parser), or None."""
+    return boxed_answer(text)
 
 
 def verify(pred: str | None, label: str) -> bool:

@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+from spade_envs import boxed_answer
+
 from ..errors import EvalDataError
 from . import DataNeed, Item, Score, suite_config, workspace_file, workspace_needs
 
@@ -52,30 +54,14 @@ def load(config: dict[str, Any]) -> list[Item]:
     return items[: cfg["limit"]] if cfg["limit"] else items
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last ``\\boxed{...}`` (balanced braces), or None."""
-    start = text.rfind("\\boxed{")
-    if start == -1:
-        return None
-    depth, i = 0, start + len("\\boxed")
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1 : j]
-    return None
-
-
 _ANSWER_LINE = re.compile(r"answer\s*(?:is|:)\s*\$?([^\n$]+)", re.IGNORECASE)
 
 
 def extract_answer(text: str) -> str | None:
-    """The final answer of a response: last ``\\boxed{}``, else the last "answer: ..." phrase."""
-    boxed = last_boxed(text)
+    """The final answer of a response: its boxed answer (:func:`spade_envs.boxed_answer`), else the last "answer: ..." phrase."""
+    boxed = boxed_answer(text)
     if boxed is not None:
-        return boxed.strip()
+        return boxed
     found = _ANSWER_LINE.findall(text)
     return found[-1].strip().rstrip(".") if found else None
 

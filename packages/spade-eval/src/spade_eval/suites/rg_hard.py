@@ -21,9 +21,10 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
+from spade_envs import boxed_answer
+
 from ..errors import EvalConfigError
 from . import DataNeed, Item, Score, suite_config
-from .math import last_boxed
 
 DEFAULTS: dict[str, Any] = {"tasks": None, "episodes": 8, "seed": 42, "samples": 1, "limit": None}
 _ANSWER = re.compile(r"<answer>\s*(.*?)\s*</answer>", re.DOTALL | re.IGNORECASE)
@@ -85,7 +86,7 @@ def load(config: dict[str, Any]) -> list[Item]:
 def extract(response: str) -> str | None:
     """The last ``<answer>`` payload, else the last boxed answer, else None."""
     found = _ANSWER.findall(response)
-    return found[-1].strip() if found else last_boxed(response)
+    return found[-1].strip() if found else boxed_answer(response)
 
 
 def score(item: Item, response: str) -> Score:

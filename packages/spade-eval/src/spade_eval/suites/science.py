@@ -11,6 +11,8 @@ import random
 import re
 from typing import Any
 
+from spade_envs import boxed_answer
+
 from ..errors import EvalDataError
 from . import DataNeed, Item, Score, suite_config, workspace_file, workspace_needs
 
@@ -71,14 +73,19 @@ def extract_letter(text: str, letters: str = "ABCD") -> str | None:
     """The chosen option letter, by the first rule that matches (last match of that rule):
     "answer is / Answer: X", ``\\boxed{X}``, bold ``**X**``, ``(x)``, then the last lone capital."""
     cls = f"[{letters}{letters.lower()}]"
-    rules = [
+    rules: list[str | None] = [
         rf"answer\s*(?:is|:)?\s*(?:option\s*)?[:\s]*[(*\[]*\s*({cls})\b",
-        rf"\\boxed\{{\s*(?:\\text\{{)?({cls})\b",
+        None,
         rf"\*\*\s*\(?({cls})\)?[.:]?\s*\*\*",
         rf"\(({cls})\)",
         rf"\b([{letters}])\b",
     ]
     for rule in rules:
+        if rule is None:  # the boxed answer, read by the project's one parser
+            boxed = re.match(rf"\s*(?:\\text\{{)?({cls})\b", boxed_answer(text) or "")
+            if boxed:
+                return boxed.group(1).upper()
+            continue
         found = re.findall(rule, text, flags=re.IGNORECASE if rule is rules[0] else 0)
         if found:
             return found[-1].upper()

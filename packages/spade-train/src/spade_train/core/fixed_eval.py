@@ -21,7 +21,6 @@ a positive reward. The metrics, per game then pooled:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,6 @@ FRAME = (
     "You are playing a text game; make valid moves to win.\nObservation: {observation}\n"
     "Think it through step by step and put your final answer within \\boxed{{}}."
 )
-_BOXES = (re.compile(r"\\boxed\{([^{}]+)\}"), re.compile(r"\\boxed\{\{([^{}]+)\}\}"))
 
 
 @dataclass(frozen=True)
@@ -102,13 +100,10 @@ def difficulty_metrics(games: Sequence[GameResult], prefix: str = "fixed_eval") 
 
 
 def boxed_action(reply: str) -> str:
-    """The action sent for a reply, boxed: the first ``\\boxed{…}`` without inner braces,
-    else the first ``\\boxed{{…}}``, else the whole reply (upstream's reading)."""
-    for pattern in _BOXES:
-        found = pattern.search(reply)
-        if found:
-            return f"\\boxed{{{found.group(1).strip()}}}"
-    return f"\\boxed{{{reply}}}"
+    """The action sent for a reply, boxed: its boxed answer (:func:`spade_envs.boxed_answer`),
+    else the whole reply (upstream's reading)."""
+    answer = se.boxed_answer(reply)
+    return se.boxed(reply if answer is None else answer)
 
 
 class FrameAgent:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,6 @@ from spade_train.types import Message
 
 # -- verdicts ----------------------------------------------------------------------------------
 
-_BOXED = re.compile(r"\\boxed\{(.+?)\}", re.DOTALL)
 _YES = ("yes", "y", "true", "valid", "correct")
 
 
@@ -41,13 +39,13 @@ class Verdict:
 
 
 def parse_verdict(reply: str) -> Verdict:
-    """The first ``\\boxed{...}`` of a reply: yes (or y, true, valid, correct) accepts, any
+    """The boxed answer of a reply (:func:`spade_envs.boxed_answer`, the one parser): yes (or y, true, valid, correct) accepts, any
     other answer rejects; an empty reply or one without a box accepts."""
     text = reply[:500]
-    match = _BOXED.search(reply or "")
-    if not reply or not reply.strip() or match is None:
+    answer = se.boxed_answer(reply or "")
+    if not reply or not reply.strip() or answer is None:
         return Verdict(True, "no_verdict", text)
-    yes = match.group(1).strip().lower() in _YES
+    yes = answer.lower() in _YES
     return Verdict(yes, "yes" if yes else "no", text)
 
 
