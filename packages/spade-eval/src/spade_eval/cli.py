@@ -116,14 +116,39 @@ COMMANDS = {"table": render_table.main, "list": list_suites, "prepare-aime": pre
             "setup-bfcl": setup_bfcl, "setup-acebench": setup_acebench,
             "setup-tau2": setup_tau2}  # fmt: skip
 
+SUMMARIES = {
+    "run": "score a checkpoint or an endpoint on suites (the default: bare flags mean run)",
+    "table": "render results directories as the paper's tables",
+    "list": "every suite, the data it reads and whether that data is there",
+    "prepare-aime": "add the boxed instruction to a raw AIME JSONL",
+    "setup-bfcl": "create the isolated environment the bfcl suite runs in",
+    "setup-acebench": "create the interpreter the ACEBench suite runs in",
+    "setup-tau2": "create the isolated environment the tau2 suite runs in",
+}
+
+
+def usage() -> str:
+    """The top-level help: one line per command."""
+    width = max(map(len, SUMMARIES))
+    lines = ["usage: spade-eval COMMAND [ARGS...]   (spade-eval COMMAND --help for its flags)", ""]
+    lines += [f"  {name:<{width}}  {text}" for name, text in SUMMARIES.items()]
+    return "\n".join(lines)
+
 
 def main(argv: list[str] | None = None) -> int:
     """Dispatch to a subcommand; bare flags mean ``run``."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in COMMANDS:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] in COMMANDS:
         return COMMANDS[argv[0]](argv[1:])
-    if argv and argv[0] == "run":
+    if argv[0] == "run":
         argv = argv[1:]
+    elif not argv[0].startswith("-"):
+        names = ", ".join(SUMMARIES)
+        print(f"error: unknown command {argv[0]!r}; the commands are {names}", file=sys.stderr)
+        return 2
     return run.main(argv)
 
 

@@ -1,4 +1,4 @@
-"""``python -m spade_eval.run``: score a checkpoint or an endpoint on suites (see README)."""
+"""``spade-eval run`` (or ``python -m spade_eval.run``): score a checkpoint or an endpoint on suites."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .server import SERVERS, free_port, launched, server_command
 
 def parser() -> argparse.ArgumentParser:
     """The runner's argument parser."""
-    p = argparse.ArgumentParser(prog="spade-eval", description=__doc__)
+    p = argparse.ArgumentParser(prog="spade-eval run", description=__doc__)
     p.add_argument("--model", help="checkpoint dir (in process), endpoint URL, or served name")
     p.add_argument("--ckpt", help="checkpoint dir: start an inference server for it, then stop it")
     p.add_argument(
