@@ -179,12 +179,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     from spade_train.loop import start_run
 
     console = _console()
-    try:
-        loop = start_run(cfg, run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
-        loop.train()
-    except BaseException as exc:
-        if not _caused_by_ctrl_c(exc):
-            raise
+    with _SigintLatch() as latch:
+        try:
+            loop = start_run(cfg, run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
+            loop.stop_requested = latch.is_set
+            loop.train()
+        except BaseException as exc:
+            if not _caused_by_ctrl_c(exc):
+                raise
+            return _interrupted(run_dir)
+    if latch.is_set():  # Ctrl-C during the last cycle: what finished is kept all the same
         return _interrupted(run_dir)
     console.print(f"[bold]spade[/]: done; run directory {run_dir} (plots in {run_dir}/plots)")
     return 0
@@ -197,15 +201,48 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if not (run_dir / "config.yaml").exists():
         raise UserError(f"{run_dir} is not a spade run directory (no config.yaml)")
     console = _console()
-    try:
-        loop = resume_run(run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
-        console.print(f"[bold]spade[/]: resuming {run_dir} after cycle {loop.cycle}")
-        loop.train()
-    except BaseException as exc:
-        if not _caused_by_ctrl_c(exc):
-            raise
-        return _interrupted(run_dir)
-    return 0
+    with _SigintLatch() as latch:
+        try:
+            loop = resume_run(run_dir, log=lambda m: console.print(f"[bold]spade[/]: {m}"))
+            loop.stop_requested = latch.is_set
+            console.print(f"[bold]spade[/]: resuming {run_dir} after cycle {loop.cycle}")
+            loop.train()
+        except BaseException as exc:
+            if not _caused_by_ctrl_c(exc):
+                raise
+            return _interrupted(run_dir)
+    return _interrupted(run_dir) if latch.is_set() else 0
+
+
+class _SigintLatch:
+    """Ctrl-C remembered as well as raised. Python swallows a KeyboardInterrupt that lands in a
+    garbage-collection callback or ``__del__`` ("Exception ignored in ..."); the latch lets the
+    loop stop at the next cycle boundary all the same, instead of training on to the end."""
+
+    def __init__(self) -> None:
+        self._hit = False
+        self._previous: Any = None
+
+    def is_set(self) -> bool:
+        return self._hit
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self._hit = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _SigintLatch:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _caused_by_ctrl_c(exc: BaseException) -> bool:

@@ -83,6 +83,10 @@ class SelfPlay:
         # cycle (``wait`` is set once it is submitted)
         self.pending: _Pending | None = None
         self.writers: list[WandbLogger | TensorBoardLogger] = []
+        self.stop_requested: Callable[[], bool] = lambda: False
+        """Asked before each cycle: True stops the run there as Ctrl-C would (the CLI sets it
+        from its SIGINT latch, since a KeyboardInterrupt raised inside a garbage-collection
+        callback is swallowed by Python)."""
 
     @property
     def backend(self) -> PolicyBackend | None:
@@ -145,6 +149,8 @@ class SelfPlay:
             if self.pending is not None and self.pending.wait is None:
                 self._submit_pending(res)  # resumed with an update still to run
             while self.cycle < self.cfg.cycles:
+                if self.stop_requested():
+                    raise KeyboardInterrupt
                 self._one_cycle(res)
         return self.run.read_metrics()
 
