@@ -16,6 +16,7 @@ from typing import Any
 from .actions import boxed_answer
 from .core import EnvFactory, TextEnvironment
 from .errors import ContractError, Evidence
+from .leaks import leak_evidence, views_of
 from .play import (
     Transcript,
     check_step_result,
@@ -297,6 +298,9 @@ def check_solution_not_shown(run: CheckRun) -> None:
             f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
             evidence=Evidence.of("first_observation", last.seed, last.first, around or leaked[-1]),
         )
+    shown = leak_evidence(views_of(run.played))
+    if shown is not None:
+        raise fail("solution_leaked", shown[0], evidence=shown[1])
 
 
 def check_determinism_across_instances(run: CheckRun) -> None:
