@@ -24,29 +24,31 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .actions import boxed_answer
+from .core import TextEnvironment
 from .errors import Evidence
 from .play import Transcript, solution_actions
 
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])"
 )
 _LABEL = re.compile(
-    r"(?:\b(?:answers?|solutions?|secret|correct|target|key|result|hidden|debug|psst|spoiler|cheat|is|was|equals)\b|=)[\s:=\-'\"`(]*$",
+    r"(?:\b(?:answers?|solutions?|secret|correct|target|key|result|hidden|debug|psst|spoiler|cheat|digit|value|code|ref|reference|note|is|was|equals)\b|=)[\s:=\-'\"`(]*$",
     re.IGNORECASE,
 )
 _OPTION_LINE = re.compile(r"^\s*(?:[-*\u2022]|\(?[A-Za-z0-9]{1,2}[.):\]])\s+\S")
 _LIST_SEPARATOR = re.compile(r"[,;|/]|\bor\b", re.IGNORECASE)
 _LIST_AFTER = re.compile(r"\s*(?:[,;|/]|or\b)", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[()\[\]\n;]")
 _SHORT_WORDS = frozenset({"yes", "no", "true", "false", "y", "n", "ok"})
 _ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
 def answer_of(action: str) -> str:
-    """The answer an action gives: the text of its last ``\\boxed{...}``, else the action."""
-    found = _BOXED.findall(action)
-    return (found[-1] if found else action).strip()
+    """The answer an action gives (:func:`spade_envs.boxed_answer`), else the action."""
+    found = boxed_answer(action)
+    return (action if found is None else found).strip()
 
 
 def spelled(n: int) -> list[str]:
@@ -137,9 +139,13 @@ def _among_candidates(text: str, start: int, end: int, numeric: bool) -> bool:
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line = text[line_start : line_end if line_end >= 0 else len(text)]
-    rest = line[: start - line_start] + " " + line[end - line_start :]
     if numeric:
+        cuts = [m.end() for m in _CLAUSE_END.finditer(text, 0, start)]
+        after = _CLAUSE_END.search(text, end)
+        clause_start = max(cuts, default=0)
+        rest = text[clause_start:start] + " " + text[end : after.start() if after else len(text)]
         return _NUMBER.search(rest) is not None
+    rest = line[: start - line_start] + " " + line[end - line_start :]
     if _LIST_SEPARATOR.search(rest):
         return True
     options = [ln for ln in text.splitlines() if _OPTION_LINE.match(ln)]
@@ -207,11 +213,15 @@ class SeedView:
     answer: str
     texts: list[tuple[str, str]]
     infos: list[tuple[str, Mapping[str, Any]]]
+    action: str = ""
+    """The solution's final action; shown whole (``\\boxed{42}``) it is singled out."""
 
 
 def seed_leak(view: SeedView) -> Leak | None:
     """The first leak of ``view.answer`` on one seed, or None."""
     for source, text in view.texts:
+        if view.action and view.action != view.answer and view.action in text:
+            return Leak(source, "action", text, view.action)
         leak = find_leak(view.answer, text, source)
         if leak is not None:
             return leak
@@ -246,10 +256,30 @@ class Played(Protocol):
     solution_text: str | None
 
 
-def views_of(played: Iterable[Played]) -> list[SeedView]:
+def _infos(env: TextEnvironment, seed: int) -> list[tuple[str, Mapping[str, Any]]]:
+    """The ``info`` of a reset and of one wrong answer after it (the transcripts keep none)."""
+    _, info = env.reset(seed=seed)
+    infos = [("reset", info)]
+    result = env.step(WRONG_ACTION)
+    if not (result[2] or result[3]):
+        infos.append(("wrong_answer", result[4]))
+    return [(source, i) for source, i in infos if isinstance(i, Mapping)]
+
+
+#: The action whose ``info`` is read for a leak: an answer no game accepts.
+WRONG_ACTION = "\\boxed{?}"
+
+
+def views_of(played: Iterable[Played], env: TextEnvironment | None = None) -> list[SeedView]:
     """What the agent could read on each played seed: the first observation and every
     observation of a probe's episode while it was open, except one that follows an action
-    that itself contained the answer (an echo of the agent's own guess)."""
+    that itself contained the answer (an echo of the agent's own guess); with ``env``, the
+    ``info`` of a reset and of a wrong answer too. When every seed has the same answer it is
+    a protocol word (``\\boxed{done}``) the instructions may name: no views."""
+    played = list(played)
+    finals = {(solution_actions(s.solution_text or "") or [""])[-1] for s in played}
+    if len(finals) < 2:
+        return []
     views = []
     for s in played:
         actions = solution_actions(s.solution_text or "")
@@ -261,5 +291,6 @@ def views_of(played: Iterable[Played]) -> list[SeedView]:
             for action, observation, _, terminated, truncated in transcript:
                 if not (terminated or truncated) and answer.lower() not in action.lower():
                     texts.append((f"probe:{name}", observation))
-        views.append(SeedView(s.seed, answer, texts, []))
+        infos = _infos(env, s.seed) if env is not None else []
+        views.append(SeedView(s.seed, answer, texts, infos, actions[-1]))
     return views
