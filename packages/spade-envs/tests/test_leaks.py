@@ -95,3 +95,28 @@ def test_most_seeds_decide() -> None:
     assert leak_evidence(one_seed) is None
     most = [view(s, "Guess. (debug {})") for s in range(3)] + [view(3, "Guess.")]
     assert leak_evidence(most) is not None
+
+
+def test_a_fixed_format_example_is_not_a_leak() -> None:
+    views = [
+        SeedView(
+            s,
+            answer,
+            [("first_observation", "Answer A, B, C or D, e.g. \\boxed{C}.")],
+            [],
+            f"\\boxed{{{answer}}}",
+        )
+        for s, answer in enumerate("CCCAC")
+    ]
+    assert leak_evidence(views) is None
+    moving = [
+        SeedView(
+            s,
+            answer,
+            [("first_observation", f"Answer A-D, e.g. \\boxed{{{answer}}}.")],
+            [],
+            f"\\boxed{{{answer}}}",
+        )
+        for s, answer in enumerate("CABDC")
+    ]
+    assert leak_evidence(moving) is not None

@@ -232,11 +232,23 @@ def seed_leak(view: SeedView) -> Leak | None:
     return None
 
 
+def _shown_elsewhere(found: str, view: SeedView, views: list[SeedView]) -> bool:
+    """Whether a seed whose answer differs from ``view``'s shows ``found`` in its first text."""
+    return any(v.answer != view.answer and v.texts and found in v.texts[0][1] for v in views)
+
+
 def leak_evidence(views: list[SeedView]) -> tuple[str, Evidence] | None:
     """A message and the evidence when the answer is shown on most seeds (two or more, and
     more than half), else None: one seed alone can show it by coincidence (an operand or a
     format example that happens to equal that seed's answer)."""
     found = [(v, leak) for v in views if (leak := seed_leak(v)) is not None]
+    # Text that a seed with another answer shows too (``e.g. \\boxed{C}``) is a fixed
+    # example that equals some seeds' answers, not the answer.
+    found = [
+        (v, leak)
+        for v, leak in found
+        if leak.form != "action" or not _shown_elsewhere(leak.found, v, views)
+    ]
     if len(found) < 2 or 2 * len(found) <= len(views):
         return None
     view, leak = found[-1]
