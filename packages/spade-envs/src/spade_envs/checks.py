@@ -8,14 +8,13 @@ with the reason codes it can raise.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .actions import boxed_answer
 from .core import EnvFactory, TextEnvironment
 from .errors import ContractError, Evidence
+from .leaks import leak_evidence, views_of
 from .play import (
     Transcript,
     check_step_result,
@@ -255,48 +254,14 @@ def check_seeds_matter(run: CheckRun) -> None:
         )
 
 
-def _whole_box(action: str) -> str | None:
-    """The boxed answer of an action that is one ``\\boxed{...}`` and nothing else, else None."""
-    text = action.strip()
-    return boxed_answer(text) if text.startswith("\\boxed{") and text.endswith("}") else None
-
-
-def _shown(action: str, observation: str, answers_vary: bool) -> bool:
-    """Whether ``action``, or (when the answers vary between seeds) the answer inside its
-    ``\\boxed{...}`` (two characters or more, as a whole token) is in ``observation``.
-
-    An answer that is the same for every seed (``\\boxed{done}`` ending a tool-use task) is
-    a protocol word the instructions may name, not a secret."""
-    if action in observation:
-        return True
-    if not answers_vary:
-        return False
-    answer = _whole_box(action) or ""
-    if len(answer) < 2:  # a one-character answer (a digit, a letter) is in any text by chance
-        return False
-    return re.search(rf"(?<![\w.-]){re.escape(answer)}(?![\w]|\.\d)", observation) is not None
-
-
 def check_solution_not_shown(run: CheckRun) -> None:
-    """The solution's final action, or its boxed answer, is not printed in the first
-    observation of every seed.
-
-    Requiring every seed keeps a format example (``answer like \\boxed{3}``) or an operand
-    that happens to equal one seed's answer from counting as a leak."""
+    """The solution's answer is not singled out, in any normalised form, in what the agent
+    reads on most seeds (see :mod:`spade_envs.leaks`)."""
     if not run.check_solution:
         return
-    finals = [(solution_actions(s.solution_text or "") or [""])[-1] for s in run.played]
-    vary = len(set(finals)) > 1
-    leaked = [f for f, s in zip(finals, run.played, strict=True) if f and _shown(f, s.first, vary)]
-    if leaked and len(leaked) == len(run.played):
-        last = run.played[-1]
-        inner = _whole_box(leaked[-1])
-        around = inner if inner and inner in last.first else ""
-        raise fail(
-            "solution_leaked",
-            f"the final solution action {leaked[-1][:60]!r} (or its answer) appears in the first observation for seeds {[s.seed for s in run.played]}; do not print the answer",
-            evidence=Evidence.of("first_observation", last.seed, last.first, around or leaked[-1]),
-        )
+    shown = leak_evidence(views_of(run.played, run.env))
+    if shown is not None:
+        raise fail("solution_leaked", shown[0], evidence=shown[1])
 
 
 def check_determinism_across_instances(run: CheckRun) -> None:

@@ -1,0 +1,70 @@
+# expect: valid
+# family: honest
+# hint: Binary search: always guess the middle of the numbers still possible.
+"""Find a secret number from higher/lower feedback."""
+
+import random
+import re
+
+_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+
+
+class HigherLowerEnv:
+    """Find a secret number from higher/lower feedback. Wrong answers may be retried until the turns run out."""
+
+    skill = "Logic"
+
+    def __init__(self, max_turns: int = 5, **kwargs):
+        self.max_turns = max_turns
+        self._answer = ""
+        self._question = ""
+        self._options = []
+        self._seed = 0
+        self._turn = 0
+        self._done = True
+        self._last = ""
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self._seed = seed or 0
+        self._answer = str(rng.randint(1, 31))
+        self._question = "I picked a whole number from 1 to 31. Guess it in \\boxed{N}; I will say higher or lower."
+        self._turn = 0
+        self._done = False
+        self._last = self._question
+        return self._last, {}
+
+    def _judge(self, action, found, text):
+        return text.lower() == self._answer.lower()
+
+    def step(self, action):
+        if self._done:
+            return "The episode is over; call reset().", 0.0, True, False, {}
+        self._turn += 1
+        found = _BOXED.findall(action)
+        text = found[-1].strip() if found else ""
+        info = {"turn": self._turn}
+        if self._judge(action, found, text):
+            observation, reward, terminated = "Correct!", 1.0, True
+        elif not found:
+            observation, reward, terminated = "Put your answer in \\boxed{}.", 0.0, False
+        else:
+            observation, reward, terminated = (
+                (
+                    f"{text} is too low."
+                    if text.isdigit() and int(text) < int(self._answer)
+                    else f"{text} is too high."
+                ),
+                0.0,
+                False,
+            )
+        truncated = not terminated and self._turn >= self.max_turns
+        self._done = terminated or truncated
+        self._last = observation
+        return observation, reward, terminated, truncated, info
+
+    def solution(self):
+        return f"\\boxed{{{self._answer}}}"
+
+    def close(self):
+        pass
