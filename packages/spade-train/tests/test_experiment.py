@@ -47,6 +47,20 @@ def test_plan_budgets_are_equal_across_arms(tmp_path: Path) -> None:
     assert ex.plan("mini", 1, tmp_path)[0].cycles == ex.SIZES["mini"]
 
 
+def test_every_arm_starts_and_is_scored_alike(tmp_path: Path) -> None:
+    """No arm gets the designer cold start, and every arm plays the held-out games the same
+    way: no hinted plays, the same held-out corpus and schedule."""
+    from spade_train.config import load_recipe
+
+    cfgs = {r.arm: load_recipe("quickstart", r.overrides()) for r in ex.plan("tiny", 1, tmp_path)}
+    assert load_recipe("quickstart", []).cold_start_applies  # the recipe alone would warm up
+    assert not any(c.cold_start_applies for c in cfgs.values())
+    assert {
+        (c.eval.heldout, c.eval.heldout_every, c.eval.heldout_hints) for c in cfgs.values()
+    } == {(ex.HELDOUT_CORPUS, 1, False)}
+    assert cfgs["spade"].agent.hint_plays_per_env > 0  # training still plays hinted episodes
+
+
 def test_unequal_budget_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     arms = {**ex.ARMS, "short": ["mode=spade", "agent.episodes_per_env=2"]}
     monkeypatch.setattr(ex, "ARMS", arms)

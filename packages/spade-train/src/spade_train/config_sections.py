@@ -391,6 +391,10 @@ class EvalConfig(Strict):
     same number of episodes as in training; never trained. ``heldout/*`` metrics."""
     heldout_every: int = Field(1, ge=1, le=MAX_COUNT)
     """Play the held-out games after every N-th cycle."""
+    heldout_hints: bool = True
+    """Also play each held-out game's hinted episodes where the run plays hinted ones (a spade
+    run whose designer reward reads them). False: the held-out games are played without hints
+    only, the same episodes and episode seeds in every mode (``spade experiment`` sets it)."""
     fixed_model: FixedModelEvalConfig = Field(default_factory=FixedModelEvalConfig)
     """A fixed model's difficulty evaluation of the designer's environments."""
 

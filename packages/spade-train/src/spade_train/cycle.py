@@ -141,7 +141,8 @@ def run_cycle(
     row.update(pool_metrics(state, len(proposal.new_envs), len(retired)))
     if cfg.eval.heldout and cycle % cfg.eval.heldout_every == 0:
         with clock.timed("heldout_s"):  # never trained: how the agent does on unseen games
-            heldout = dataclasses.replace(playing, opener=res.sandboxed, hinted_per_env=hinted)
+            held_hinted = hinted if cfg.eval.heldout_hints else 0
+            heldout = dataclasses.replace(playing, opener=res.sandboxed, hinted_per_env=held_hinted)
             row.update(s_play.play_heldout(heldout, cycle))
     row.update(source.metrics())
     row.update({f"time/{k}": round(v, 3) for k, v in clock.times.items()})

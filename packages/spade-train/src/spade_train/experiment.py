@@ -3,8 +3,10 @@
 Four arms train the embedded quickstart policy for the same budget (cycles x environments x
 episodes x turns x tokens): SPADE self-play, fixed-environment GRPO on a static corpus (the
 example corpus's training split), fixed-environment RLVE, and no training (the learning rate
-at its smallest allowed value, so the update changes no float32 weight). Every arm is played on
-the starter corpus's held-out games after its last cycle; each arm runs over several seeds.
+at its smallest allowed value, so the update changes no float32 weight). Every arm starts from
+the same weights (no designer cold start) and is played on the starter corpus's held-out games
+after its last cycle's update, without hints, with the same episodes and episode seeds in every
+arm (``COMPARABLE``); each arm runs over several seeds.
 Each arm x seed is one run directory under the experiment root: a finished one is never re-run,
 a partial one resumes from its last checkpoint (or starts again when it has none)."""
 
@@ -24,6 +26,10 @@ HELDOUT_CORPUS = "starter"
 STATIC_CORPUS = "example"
 METRIC = "heldout/return_nohint"
 NO_TRAIN_LR = 1.0e-30
+# Every arm starts from the same weights and is scored the same way: no designer cold start
+# (the quickstart's warm-up applies to mode spade only, so the fixed arms cannot have it), and
+# the held-out games played without hints only: the same games, episodes, and episode seeds.
+COMPARABLE = ["cold_start.enabled=false", "eval.heldout_hints=false"]
 SIZES: dict[str, int] = {"tiny": 1, "mini": 6}
 ARMS: dict[str, list[str]] = {
     "spade": ["mode=spade"],
@@ -58,7 +64,13 @@ class Run:
     def overrides(self) -> list[str]:
         c = self.cycles
         common = [f"seed={self.seed}", f"cycles={c}", f"eval.heldout={HELDOUT_CORPUS}"]
-        return [*common, f"eval.heldout_every={c}", "checkpoint.keep=1", *ARMS[self.arm]]
+        return [
+            *common,
+            *COMPARABLE,
+            f"eval.heldout_every={c}",
+            "checkpoint.keep=1",
+            *ARMS[self.arm],
+        ]
 
 
 def plan(size: str, seeds: int, root: Path, arms: list[str] | None = None) -> list[Run]:
