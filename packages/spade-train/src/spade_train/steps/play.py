@@ -190,16 +190,19 @@ def heldout_envs(cfg: RunConfig) -> list[PoolEntry]:
 
 def play_heldout(ctx: Playing, cycle: int) -> Metrics:
     """``eval.heldout``'s held-out games played like the cycle's own, never trained: mean
-    return with and without the hint and the win rate (``heldout/*``)."""
+    return with and without the hint (with it only where hinted episodes were played) and the
+    win rate (``heldout/*``)."""
     played, episodes = play(ctx, heldout_envs(ctx.cfg), cycle, stream="heldout")
     hinted = [r for p in played for r in p.hinted]
     unhinted = [r for p in played for r in p.unhinted]
-    return {
-        "heldout/return_hint": sum(hinted) / max(1, len(hinted)),
+    row: Metrics = {
         "heldout/return_nohint": sum(unhinted) / max(1, len(unhinted)),
         "heldout/won": sum(e.result.won for e in episodes) / max(1, len(episodes)),
         "heldout/episodes": len(episodes),
     }
+    if hinted:  # no hinted plays: no number, rather than a 0 that reads as one
+        row["heldout/return_hint"] = sum(hinted) / len(hinted)
+    return row
 
 
 def agent_samples(
