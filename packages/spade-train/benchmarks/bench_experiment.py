@@ -1,0 +1,91 @@
+"""What one arm of ``spade experiment rq1-mini`` costs, per run and per cycle, as a ratio
+to the no-training arm of the same experiment root.
+
+    uv run --package spade-train python packages/spade-train/benchmarks/bench_experiment.py \\
+        --root /work/runs/rq1-tiny [--size tiny] [--seeds 3] [--no-run] [--json out.json]
+
+Without ``--no-run`` it first runs (or resumes: finished runs are skipped)
+``spade experiment rq1-mini --size SIZE --seeds SEEDS --root ROOT``, so every arm's numbers come
+from the same machine and the same sitting. It then reads each run's ``metrics.jsonl``: the
+loop's own ``time/cycle_s`` per cycle and its phases (``time/design_s``, ``time/play_s``,
+``time/update_s``, ``time/heldout_s``; model loading and process start are not in them), and
+prints, per arm, the mean seconds per cycle and per run over seeds, each phase's mean, and the
+ratio of the arm's cycle time to the no-training arm's. The no-training arm plays and updates
+like the fixed arms (its learning rate is 1e-30), so its time is the cost of the loop with
+no designer; an arm's ratio says what its extra steps cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from spade_train import experiment as ex
+
+PHASES = ("design_s", "play_s", "update_s", "heldout_s")
+BASELINE = "no-training"
+
+
+def arm_costs(runs: list[ex.Run]) -> dict[str, dict[str, Any]]:
+    """Per arm: seconds per cycle and per run (means over the finished seeds) and phases."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        rows = [r for r in ex.read_rows(run.run_dir) if "time/cycle_s" in r]
+        if ex.state(run) != "finished" or not rows:
+            continue
+        arm = out.setdefault(run.arm, {"cycle_s": [], "run_s": [], **{p: [] for p in PHASES}})
+        arm["cycle_s"] += [float(r["time/cycle_s"]) for r in rows]
+        arm["run_s"].append(sum(float(r["time/cycle_s"]) for r in rows))
+        for p in PHASES:
+            arm[p] += [float(r.get(f"time/{p}", 0.0)) for r in rows]
+    return {
+        a: {k: statistics.fmean(v) for k, v in c.items()} | {"seeds": len(c["run_s"])}
+        for a, c in out.items()
+    }
+
+
+def table(costs: dict[str, dict[str, Any]]) -> str:
+    base = costs.get(BASELINE, {}).get("cycle_s")
+    head = "| arm | seeds | s / cycle | s / run | x no-training | " + " | ".join(PHASES) + " |"
+    lines = [head, "|---" + "|---:" * (4 + len(PHASES)) + "|"]
+    for arm, c in costs.items():
+        ratio = f"{c['cycle_s'] / base:.2f}" if base else "n/a"
+        phases = " | ".join(f"{c[p]:.1f}" for p in PHASES)
+        lines.append(
+            f"| {arm} | {c['seeds']} | {c['cycle_s']:.1f} | {c['run_s']:.1f} | {ratio} | {phases} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--size", default="tiny", choices=list(ex.SIZES))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--no-run", action="store_true", help="read the root's runs only")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if not args.no_run:
+        cmd = [sys.executable, "-m", "spade_train.cli", "experiment", "rq1-mini"]
+        cmd += ["--size", args.size, "--seeds", str(args.seeds), "--root", str(args.root)]
+        rc = subprocess.call(cmd)
+        if rc != 0:
+            return rc
+    root = args.root / args.size
+    costs = arm_costs(ex.plan(args.size, args.seeds, root))
+    if not costs:
+        print(f"no finished runs under {root}", file=sys.stderr)
+        return 1
+    print(table(costs))
+    if args.json:
+        args.json.write_text(json.dumps(costs, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
