@@ -190,6 +190,17 @@ def test_scaffolded_design_continues_the_prefill_and_takes_the_hint_pass(tmp_pat
     assert isinstance(row["heldout/return_hint"], float)
 
 
+def test_heldout_without_hints_plays_each_game_unhinted_only(tmp_path):
+    """``eval.heldout_hints=false``: a spade run that plays hinted training episodes plays the
+    held-out games as a fixed run does, no hint, ``episodes_per_env`` each, no hinted mean."""
+    cfg = small("quickstart", "cycles=1", "eval.heldout=starter", "eval.heldout_hints=false")
+    assert cfg.mode == "spade" and cfg.agent.hint_plays_per_env > 0
+    backend = ForcedDesigner(good_reply(), **cfg.backend.backend_kwargs(cfg.seed))
+    row = start_run(cfg, tmp_path / "run", backend=backend, progress=False).train()[0]
+    assert row["heldout/episodes"] == 6 * cfg.agent.episodes_per_env
+    assert "heldout/return_hint" not in row and 0.0 <= row["heldout/return_nohint"] <= 1.0
+
+
 def test_delayed_designer_items_are_released_late_and_flushed_at_the_end(tmp_path):
     cfg = small("quickstart", "cycles=3", "reward.delay_cycles=2", "reward.designer=blend")
     backend = ForcedDesigner(good_reply(), **cfg.backend.backend_kwargs(cfg.seed))
