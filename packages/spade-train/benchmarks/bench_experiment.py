@@ -8,9 +8,10 @@ Without ``--no-run`` it first runs (or resumes: finished runs are skipped)
 ``spade experiment rq1-mini --size SIZE --seeds SEEDS --root ROOT``, so every arm's numbers come
 from the same machine and the same sitting. It then reads each run's ``metrics.jsonl``: the
 loop's own ``time/cycle_s`` per cycle and its phases (``time/design_s``, ``time/play_s``,
-``time/update_s``, ``time/heldout_s``; model loading and process start are not in them), and
-prints, per arm, the mean seconds per cycle and per run over seeds, each phase's mean, and the
-ratio of the arm's cycle time to the no-training arm's. The no-training arm plays and updates
+``time/update_s``, ``time/heldout_s``; model loading and process start are not in them) and
+the experiment's ``wall.jsonl`` (each run's child-process wall time, model load included), and
+prints, per arm, the mean seconds per cycle, per run (loop) and per run (wall) over seeds,
+each phase's mean, and the ratios of the arm's cycle and wall times to the no-training arm's. The no-training arm plays and updates
 like the fixed arms (its learning rate is 1e-30), so its time is the cost of the loop with
 no designer; an arm's ratio says what its extra steps cost.
 """
@@ -34,31 +35,46 @@ BASELINE = "no-training"
 def arm_costs(runs: list[ex.Run]) -> dict[str, dict[str, Any]]:
     """Per arm: seconds per cycle and per run (means over the finished seeds) and phases."""
     out: dict[str, dict[str, Any]] = {}
+    walls = ex.read_walls(runs[0].root) if runs else {}
     for run in runs:
         rows = [r for r in ex.read_rows(run.run_dir) if "time/cycle_s" in r]
         if ex.state(run) != "finished" or not rows:
             continue
-        arm = out.setdefault(run.arm, {"cycle_s": [], "run_s": [], **{p: [] for p in PHASES}})
+        empty: dict[str, list[float]] = {"cycle_s": [], "run_s": [], "wall_s": []}
+        arm = out.setdefault(run.arm, {**empty, **{p: [] for p in PHASES}})
+        if (run.arm, run.seed) in walls:
+            arm["wall_s"].append(walls[(run.arm, run.seed)])
         arm["cycle_s"] += [float(r["time/cycle_s"]) for r in rows]
         arm["run_s"].append(sum(float(r["time/cycle_s"]) for r in rows))
         for p in PHASES:
             arm[p] += [float(r.get(f"time/{p}", 0.0)) for r in rows]
     return {
-        a: {k: statistics.fmean(v) for k, v in c.items()} | {"seeds": len(c["run_s"])}
+        a: {k: statistics.fmean(v) if v else float("nan") for k, v in c.items()}
+        | {"seeds": len(c["run_s"])}
         for a, c in out.items()
     }
 
 
+def _ratio(c: dict[str, Any], base: dict[str, Any], key: str) -> str:
+    value = c[key] / base[key] if base and base[key] else float("nan")
+    return "n/a" if value != value else f"{value:.2f}"
+
+
 def table(costs: dict[str, dict[str, Any]]) -> str:
-    base = costs.get(BASELINE, {}).get("cycle_s")
-    head = "| arm | seeds | s / cycle | s / run | x no-training | " + " | ".join(PHASES) + " |"
-    lines = [head, "|---" + "|---:" * (4 + len(PHASES)) + "|"]
+    base = costs.get(BASELINE, {})
+    cols = ["s / cycle", "x no-training", "s / run (loop)", "s / run (wall)", "x no-training"]
+    head = "| arm | seeds | " + " | ".join(cols) + " | " + " | ".join(PHASES) + " |"
+    lines = [head, "|---" + "|---:" * (1 + len(cols) + len(PHASES)) + "|"]
     for arm, c in costs.items():
-        ratio = f"{c['cycle_s'] / base:.2f}" if base else "n/a"
-        phases = " | ".join(f"{c[p]:.1f}" for p in PHASES)
-        lines.append(
-            f"| {arm} | {c['seeds']} | {c['cycle_s']:.1f} | {c['run_s']:.1f} | {ratio} | {phases} |"
-        )
+        cells = [
+            f"{c['cycle_s']:.1f}",
+            _ratio(c, base, "cycle_s"),
+            f"{c['run_s']:.1f}",
+            f"{c['wall_s']:.1f}",
+            _ratio(c, base, "wall_s"),
+            *(f"{c[p]:.1f}" for p in PHASES),
+        ]
+        lines.append(f"| {arm} | {c['seeds']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

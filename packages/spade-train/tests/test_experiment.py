@@ -119,3 +119,13 @@ def test_cli_dry_run_prints_plan(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert rc == 0 and "12 runs" in out and "'cycles': 1" in out and "disjoint" in out
     bad = main(["experiment", "rq1-mini", "--dry-run", "--root", str(tmp_path), "--arms", "x"])
     assert bad == 2
+
+
+def test_wall_times_keep_whole_runs_only(tmp_path: Path) -> None:
+    root = tmp_path / "tiny"
+    ex.record_wall(root, ex.Run("spade", 0, 1, root), "new", 130.25)
+    ex.record_wall(root, ex.Run("spade", 1, 1, root), "partial", 12.0)  # resumed: not whole
+    ex.record_wall(root, ex.Run("no-training", 0, 1, root), "new", 50.0)
+    ex.record_wall(root, ex.Run("no-training", 0, 1, root), "new", 48.5)  # a rerun replaces
+    assert ex.read_walls(root) == {("spade", 0): 130.25, ("no-training", 0): 48.5}
+    assert ex.read_walls(tmp_path / "none") == {}

@@ -286,9 +286,10 @@ def execute(runs: list[Run], root: Path, log: Any = print) -> int:
             continue
         started = time.perf_counter()
         rc = run_one(run)
-        log(
-            f"[{i}/{len(runs)}] {run.arm} seed {run.seed}: rc {rc}, {time.perf_counter() - started:.0f} s"
-        )
+        wall = time.perf_counter() - started
+        log(f"[{i}/{len(runs)}] {run.arm} seed {run.seed}: rc {rc}, {wall:.0f} s")
+        if rc == 0:
+            record_wall(root, run, st, wall)
         if rc == 130:
             return 130
         if rc != 0:
@@ -296,6 +297,22 @@ def execute(runs: list[Run], root: Path, log: Any = print) -> int:
             return rc
     write_results(runs, root)
     return 0
+
+
+def record_wall(root: Path, run: Run, started_as: str, wall_s: float) -> None:
+    """One line of ``wall.jsonl``: a run's child-process wall time (model load included), and
+    whether it started ``new`` or resumed a ``partial`` run (then it is not a whole run's)."""
+    root.mkdir(parents=True, exist_ok=True)
+    line = {"arm": run.arm, "seed": run.seed, "from": started_as, "wall_s": round(wall_s, 3)}
+    with (root / "wall.jsonl").open("a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def read_walls(root: Path) -> dict[tuple[str, int], float]:
+    """Each whole run's last recorded wall time, by (arm, seed)."""
+    path = root / "wall.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return {(r["arm"], r["seed"]): r["wall_s"] for r in rows if r.get("from") == "new"}
 
 
 def write_results(runs: list[Run], root: Path) -> None:
