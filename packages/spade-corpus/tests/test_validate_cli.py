@@ -55,5 +55,5 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
 def test_a_judged_rejection_prints_its_evidence(capsys):
     assert main([str(BAD_ENVS / "probe_wins.py"), "--hint", HINT]) == 1
     lines = capsys.readouterr().out.splitlines()
-    at = next(i for i, line in enumerate(lines) if "INVALID [probe_wins]" in line)
+    at = next(i for i, line in enumerate(lines) if "INVALID [probe_wins:empty_box]" in line)
     assert lines[at + 1].startswith("  evidence: probe=") and "seed=" in lines[at + 1]

@@ -1,20 +1,14 @@
 import pytest
 import spade_envs as se
 from conftest import GUESS_HINT, GUESS_SOURCE, broken
+from spade_envs.probes import PROBE_NAMES
 
 
 def test_a_good_environment_passes_and_reports_what_was_played(guess_factory):
     report = se.check_env(guess_factory, seeds=(0, 1, 2), hint=GUESS_HINT)
     assert report.seeds == (0, 1, 2)
-    assert report.probe_episodes == 18
-    assert report.probe_win_rate == 0.0 and set(report.probe_wins) == {
-        "empty",
-        "garbage",
-        "long",
-        "common",
-        "random",
-        "tokens",
-    }
+    assert report.probe_episodes == 3 * len(PROBE_NAMES)
+    assert report.probe_win_rate == 0.0 and set(report.probe_wins) == set(PROBE_NAMES)
     assert report.solution_turns == 1
     assert report.steps >= 12
 
@@ -46,7 +40,7 @@ CASES = {
         "    def close(self):\n        pass": "    def close(self):\n        raise OSError('x')"
     },
     "observation_charset": {'"Higher." if guess': '"\\x1b[1mHigher." if guess'},
-    "probe_wins": {"if guess == self.secret:": "if guess in (self.secret, 0):"},
+    "probe_wins:common": {"if guess == self.secret:": "if guess in (self.secret, 0):"},
     "reward_ignores_action": {
         "        self.turn += 1\n": "        self.turn += 1\n        self.done = True\n        return 'Correct!', 1.0, True, False, {}\n"
     },
@@ -114,19 +108,18 @@ def test_checks_are_named_and_declare_their_reason_codes():
     assert len(set(names)) == len(names)
     declared = {code for *_, codes in CHECKS for code in codes}
     assert declared <= set(se.REASON_CODES)
-    # Raised by check_env itself: constructing, the empty hint and close().
+    # Raised by check_env itself: constructing, the empty hint and close(); "probe_wins" is
+    # the family of the per-probe "probe_wins:<probe>" codes.
     assert (
         set(se.REASON_CODES) - declared
-        == {"construct_failed", "hint_empty", "close_raised"} - declared
+        == {"construct_failed", "hint_empty", "close_raised", "probe_wins"} - declared
     )
 
 
 def test_probe_results_are_in_the_report(guess_factory):
     report = se.check_env(guess_factory, seeds=(0, 1, 2, 3, 4))
     assert report.probe_win_rate == 0.0
-    assert report.probe_wins == dict.fromkeys(
-        ("empty", "garbage", "long", "common", "random", "tokens"), 0
-    )
+    assert report.probe_wins == dict.fromkeys(PROBE_NAMES, 0)
 
 
 def test_contract_error_evidence_pickles_and_cuts_its_excerpt():

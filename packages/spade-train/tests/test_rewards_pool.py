@@ -74,6 +74,20 @@ def test_reason_penalties_rank_failures_of_the_same_parse_kind():
     assert rw.score_designers(batch, ranked).rewards == [-0.8, -0.7, -0.9, -1.0, -0.5]
 
 
+def test_a_named_probe_reason_takes_its_own_penalty_else_its_familys():
+    batch = [
+        rw.EnvOutcome(valid=False, reason=r)
+        for r in ("probe_wins:common", "probe_wins:echo_action")
+    ]
+    family = RewardConfig(parsed_invalid_penalty=-0.8, reason_penalties={"probe_wins": -0.7})
+    assert rw.score_designers(batch, family).rewards == [-0.7, -0.7]
+    named = RewardConfig(
+        parsed_invalid_penalty=-0.8,
+        reason_penalties={"probe_wins": -0.7, "probe_wins:common": -0.9},
+    )
+    assert rw.score_designers(batch, named).rewards == [-0.9, -0.7]
+
+
 def test_an_unknown_reason_in_reason_penalties_is_refused_with_a_suggestion():
     with pytest.raises(
         ValueError, match="unknown rejection reason 'duplicat' .did you mean duplicate"

@@ -1,4 +1,4 @@
-# expect: probe_wins
+# expect: probe_wins:empty_box
 # why: an empty \boxed{} wins every episode
 """Guess the number: find a secret integer from higher/lower feedback."""
 

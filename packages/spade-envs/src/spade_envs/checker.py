@@ -23,6 +23,7 @@ from .play import (
     play_actions,
     solution_actions,
 )
+from .probes import PROBE_NAMES, chance_rate
 
 __all__ = [
     "CheckReport",
@@ -59,7 +60,11 @@ REASON_CODES: dict[str, str] = {
     "close_raised": "close() raised",
     "solution_leaked": "the final action of solution() appears in the first observation of every seed",
     "reward_ignores_action": "every probe action got the solution's rewards on every seed",
-    "probe_wins": "a probe action (empty, garbage, a common answer, random, a token of the observation) wins on most seeds",
+    "probe_wins": "a probe policy wins significantly more often than an honest game of its shape allows (the probe is named after the colon)",
+    **{
+        f"probe_wins:{name}": f"the {name!r} probe wins significantly more often than chance"
+        for name in PROBE_NAMES
+    },
 }
 
 
@@ -91,6 +96,7 @@ def check_env(
     check_solution: bool = True,
     max_observation_chars: int = MAX_OBSERVATION_CHARS,
     reuse_resets: bool = True,
+    max_seeds: int = 20,
 ) -> CheckReport:
     """Check that ``factory`` builds environments that follow the contract.
 
@@ -125,14 +131,19 @@ def check_env(
 
     run = CheckRun(factory, env, max_turns, max_observation_chars, kwargs, hint, check_solution)
     run.reuse_resets = reuse_resets
+    todo, extra = list(seeds), max(seeds) + 1
     try:
-        for seed in seeds:
-            played = SeedPlay(seed)
+        while todo:
+            played = SeedPlay(todo.pop(0))
             for _, per_seed, check, _ in CHECKS:
                 if per_seed:
                     check(run, played)
             run.played.append(played)
-            run.tally.add_seed(played.probes, played.solution_play)
+            run.tally.add_seed(played.probes, played.solution_play, chance_rate(played.first))
+            # Borderline probe statistics: more seeds, up to max_seeds.
+            if not todo and run.tally.borderline() and len(run.played) < max_seeds:
+                todo.append(extra)
+                extra += 1
         for _, per_seed, check, _ in CHECKS:
             if not per_seed:
                 check(run)
@@ -144,7 +155,7 @@ def check_env(
     except Exception as exc:
         raise fail("close_raised", f"close() raised {type(exc).__name__}: {exc}", exc) from exc
     return CheckReport(
-        seeds,
+        tuple(s.seed for s in run.played),
         run.tally.episodes,
         run.steps,
         max((len(s.solution_play or []) for s in run.played), default=0),

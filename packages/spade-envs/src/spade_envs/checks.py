@@ -21,12 +21,12 @@ from .play import (
     checked_reset,
     close_quietly,
     fail,
-    play_actions,
     play_on,
+    play_policy,
     solution_actions,
     won,
 )
-from .probes import ProbeTally, probe_battery
+from .probes import PROBE_NAMES, Policy, ProbeTally, probe_battery
 
 __all__ = ["CHECKS", "CheckRun", "SeedPlay"]
 
@@ -96,6 +96,45 @@ def _play_again(run: CheckRun, seed: int, actions: list[str]) -> tuple[str, Tran
     return first, play_on(run.env, seed, actions, run.max_turns, run.max_chars)
 
 
+def _probe_on(run: CheckRun, seed: int, probe: Policy, first: str) -> Transcript:
+    """The probe's episode from the state the last reset (which showed ``first``) left."""
+    return play_policy(
+        run.env,
+        seed,
+        lambda obs, last, _turn: probe(obs, last),
+        first,
+        run.max_turns,
+        run.max_chars,
+    )
+
+
+def _replayed(
+    probe: Policy, first: str, played: dict[tuple[str, ...], tuple[str, str, float, bool, bool]]
+) -> Transcript | None:
+    """The probe's episode when every action it would take was already played from the
+    same reset by earlier probes (the environment is checked to be deterministic), else None.
+
+    Many probes choose the same actions on a one-turn game (the first number, the first token
+    and the echoed action are often one answer): each distinct episode is played once."""
+    transcript: Transcript = []
+    obs, last = first, None
+    actions: tuple[str, ...] = ()
+    while True:
+        last = probe(obs, last)
+        actions = (*actions, last)
+        step = played.get(actions)
+        if step is None:
+            return None
+        transcript.append(step)
+        obs = step[1]
+        if step[3] or step[4]:
+            return transcript
+
+
+def _probe(seed: int, name: str) -> Policy:
+    return dict(probe_battery(seed))[name]
+
+
 def check_reset(run: CheckRun, s: SeedPlay) -> None:
     """Reset returns (str, dict) of the right size and characters (the probes repeat it)."""
     s.first = _real_reset(run, s.seed, _first(s.seed))
@@ -103,18 +142,22 @@ def check_reset(run: CheckRun, s: SeedPlay) -> None:
 
 def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
     """Every probe episode ends within max_turns and every reset of the seed looks the same."""
-    battery = probe_battery(s.first, s.seed)
-    for index, (name, actions) in enumerate(battery):
-        if index == 0:  # the first probe plays on from check_reset's reset
-            again, transcript = (
-                s.first,
-                play_on(run.env, s.seed, actions, run.max_turns, run.max_chars),
-            )
-        elif index == len(battery) - 1:  # a real reset, after the others' episodes
-            again = _real_reset(run, s.seed, _last(s.seed))
-            transcript = play_on(run.env, s.seed, actions, run.max_turns, run.max_chars)
+    battery = probe_battery(s.seed)
+    played: dict[tuple[str, ...], tuple[str, str, float, bool, bool]] = {}
+    for index, (name, probe) in enumerate(battery):
+        known = None if index in (0, len(battery) - 1) else _replayed(probe, s.first, played)
+        if known is not None:  # the same actions as an earlier probe's whole episode
+            again, transcript = s.first, known
         else:
-            again, transcript = _play_again(run, s.seed, actions)
+            if index == 0:  # the first probe plays on from check_reset's reset
+                again = s.first
+            elif index == len(battery) - 1:  # a real reset, after the others' episodes
+                again = _real_reset(run, s.seed, _last(s.seed))
+            else:
+                again = _reset_again(run, s.seed, _first(s.seed))
+            transcript = _probe_on(run, s.seed, probe, again)
+            for turn in range(len(transcript)):
+                played[tuple(step[0] for step in transcript[: turn + 1])] = transcript[turn]
         if again != s.first:
             raise fail(
                 "nondeterministic",
@@ -133,8 +176,8 @@ def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
 def check_replay(run: CheckRun, s: SeedPlay) -> None:
     """The same seed and actions give the same transcript again in the same instance."""
     name, transcript, _ = s.probes[-1]
-    actions = dict(probe_battery(s.first, s.seed))[name]
-    _, again = _play_again(run, s.seed, actions)
+    first = _reset_again(run, s.seed, _first(s.seed))
+    again = _probe_on(run, s.seed, _probe(s.seed, name), first)
     if again != transcript:
         raise fail(
             "nondeterministic",
@@ -280,8 +323,15 @@ def check_determinism_across_instances(run: CheckRun) -> None:
             exc,
         ) from exc
     try:
-        first, again = play_actions(
-            other, s.seed, dict(probe_battery(s.first, s.seed))[name], run.max_turns, run.max_chars
+        first = checked_reset(other, s.seed, run.max_chars)
+        probe = _probe(s.seed, name)
+        again = play_policy(
+            other,
+            s.seed,
+            lambda obs, last, _t: probe(obs, last),
+            first,
+            run.max_turns,
+            run.max_chars,
         )
         same = first == s.first and again == transcript
         # Every seed's solution too: one seed's answer can coincide by chance.
@@ -327,8 +377,8 @@ def check_probes_lose(run: CheckRun) -> None:
         )
         action, obs = transcript[-1][0], transcript[-1][1]
         raise fail(
-            "probe_wins",
-            f"the {name!r} probe won on {wins} of {run.tally.seeds} seeds without solving anything; check the answer exactly and do not reveal it",
+            f"probe_wins:{name}",
+            f"the {name!r} probe won on {wins} of {run.tally.seeds} seeds (p={run.tally.p_values()[name]:.2g} against chance) without solving anything; check the answer exactly and do not reveal it",
             evidence=Evidence.of(name, seed, f"{action[:60]} -> {obs}"),
         )
 
@@ -386,5 +436,5 @@ CHECKS: tuple[tuple[str, bool, Check, tuple[str, ...]], ...] = (
     ),
     ("reward_uses_action", False, check_reward_uses_action, ("reward_ignores_action",)),
     ("hint_not_answer", False, check_hint_not_answer, ("hint_is_answer",)),
-    ("probes_lose", False, check_probes_lose, ("probe_wins",)),
+    ("probes_lose", False, check_probes_lose, tuple(f"probe_wins:{n}" for n in PROBE_NAMES)),
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .core import MAX_OBSERVATION_CHARS, REWARD_BOUNDS, TextEnvironment, episode_return
@@ -158,9 +158,26 @@ def play_on(
     env: TextEnvironment, seed: int, actions: Sequence[str], max_turns: int, max_chars: int
 ) -> list[tuple[str, str, float, bool, bool]]:
     """Step ``actions`` (cycled) from the state the last reset left, as in :func:`play_actions`."""
+    return play_policy(
+        env, seed, lambda _obs, _last, turn: actions[turn % len(actions)], "", max_turns, max_chars
+    )
+
+
+def play_policy(
+    env: TextEnvironment,
+    seed: int,
+    policy: Callable[[str, str | None, int], str],
+    first: str,
+    max_turns: int,
+    max_chars: int,
+) -> list[tuple[str, str, float, bool, bool]]:
+    """Step the actions ``policy(observation, last action, turn)`` chooses, from the state the
+    last reset (which showed ``first``) left, until the episode ends or ``max_turns``."""
     transcript: list[tuple[str, str, float, bool, bool]] = []
+    obs, last = first, None
     for turn in range(max_turns):
-        action = actions[turn % len(actions)]
+        action = policy(obs, last, turn)
+        last = action
         where = f"step #{turn + 1} (seed={seed}, action={action[:40]!r})"
         try:
             result = env.step(action)

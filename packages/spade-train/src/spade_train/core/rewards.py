@@ -419,15 +419,18 @@ def _batch_metrics(
 
 def _fixed_reward(o: EnvOutcome, cfg: RewardSettings) -> float | None:
     """The reward of an outcome the variant does not score: an invalid design's penalty
-    (its reason's entry in ``reason_penalties``, else ``parsed_invalid_penalty`` when its reply
+    (its reason's entry in ``reason_penalties``, or its family's: ``probe_wins`` for
+    ``probe_wins:common``; else ``parsed_invalid_penalty`` when its reply
     held a complete program and that is set), a copied design's ``copy_reward`` when set; None
     for the rest."""
     if not o.valid:
         if o.timed_out:
             return float(cfg.timeout_penalty)
         by_reason = cfg.reason_penalties or {}
-        if o.reason is not None and o.reason in by_reason:
-            return float(by_reason[o.reason])
+        # A named reason ("probe_wins:common") falls back to its family ("probe_wins").
+        for key in (o.reason, (o.reason or "").partition(":")[0]) if o.reason else ():
+            if key in by_reason:
+                return float(by_reason[key])
         parsed = cfg.parsed_invalid_penalty
         return float(parsed if o.parsed and parsed is not None else cfg.invalid_penalty)
     if o.copy_of is not None and cfg.copy_reward is not None:
