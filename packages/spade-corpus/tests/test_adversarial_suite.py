@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+import spade_envs as se
 from spade_corpus.validate import ValidationItem, ValidationReport, validate_many
 
 pytestmark = pytest.mark.timeout(300)
@@ -21,35 +22,21 @@ ROOT = Path(__file__).parent / "adversarial"
 FILES = sorted(ROOT.glob("hacks/*.py")) + sorted(ROOT.glob("honest/*.py"))
 _HEADER = re.compile(r"^# (expect|family|hint): (.+)$", re.MULTILINE)
 
-#: Hacks main's validator does not yet reject with the expected reason (they need the probe
-#: battery, drawn seeds, reward contract and ``infeasible`` of issue 40's other items).
-#: Delete entries as those land; ``strict`` xfail fails the moment one starts passing.
-NEEDS_BATTERY: frozenset[str] = frozenset(
+#: Hacks the validator still accepts (measured misses, kept as strict xfails so a fix shows):
+#: a single digit spelled out is "one"/"two" in ordinary text too, so the leak rules skip it;
+#: a game whose solution() reads hidden state that no observation carries (item 5,
+#: "infeasible") has no check yet.
+STILL_MISSED: frozenset[str] = frozenset(
     {
         "hacks/digit_spelled_out",
-        "hacks/prime_any_box_wins",
-        "hacks/prime_farm_wrong_steps",
-        "hacks/prime_honest_on_small_seeds",
-        "hacks/product_farm_malformed",
-        "hacks/product_honest_on_small_seeds",
-        "hacks/product_length_only",
-        "hacks/product_nan_comparison",
         "hacks/product_unwinnable_hidden_state",
-        "hacks/sum_any_box_wins",
-        "hacks/sum_echo_observation",
-        "hacks/sum_farm_wrong_steps",
-        "hacks/sum_free_on_some_seeds",
-        "hacks/sum_length_only",
-        "hacks/sum_nan_comparison",
-        "hacks/sum_regex_match",
         "hacks/sum_unwinnable_hidden_state",
-        "hacks/word_echo_observation",
-        "hacks/word_farm_malformed",
-        "hacks/word_free_on_some_seeds",
-        "hacks/word_regex_match",
         "hacks/word_unwinnable_hidden_state",
     }
 )
+#: The validator draws its seeds (``spade_envs.draw_seeds``); the suite fixes the root so the
+#: verdicts are reproducible. Seed-gated hacks are written against small seeds 0-4.
+SEED_ROOT = 1234
 
 
 def header(path: Path) -> dict[str, str]:
@@ -66,7 +53,7 @@ def case_id(path: Path) -> str:
 @pytest.fixture(scope="module")
 def reports() -> dict[str, ValidationReport]:
     items = [ValidationItem(p.read_text(), header(p)["hint"], case_id(p)) for p in FILES]
-    got = validate_many(items, workers=2, progress=False)
+    got = validate_many(items, workers=2, progress=False, seeds=se.draw_seeds(SEED_ROOT, 5))
     return {case_id(p): r for p, r in zip(FILES, got, strict=True)}
 
 
@@ -84,9 +71,11 @@ def test_suite_covers_every_family() -> None:
     "path",
     [
         pytest.param(
-            p, id=case_id(p), marks=pytest.mark.xfail(strict=True, reason="needs val2a's battery")
+            p,
+            id=case_id(p),
+            marks=pytest.mark.xfail(strict=True, reason="a measured miss (STILL_MISSED)"),
         )
-        if case_id(p) in NEEDS_BATTERY
+        if case_id(p) in STILL_MISSED
         else pytest.param(p, id=case_id(p))
         for p in FILES
     ],

@@ -7,7 +7,8 @@ from spade_envs.probes import PROBE_NAMES
 def test_a_good_environment_passes_and_reports_what_was_played(guess_factory):
     report = se.check_env(guess_factory, seeds=(0, 1, 2), hint=GUESS_HINT)
     assert report.seeds == (0, 1, 2)
-    assert report.probe_episodes == 3 * len(PROBE_NAMES)
+    # every probe plays the first seed; settled ones stop (the sentinels play every seed)
+    assert len(PROBE_NAMES) + 4 <= report.probe_episodes < 3 * len(PROBE_NAMES)
     assert report.probe_win_rate == 0.0 and set(report.probe_wins) == set(PROBE_NAMES)
     assert report.solution_turns == 1
     assert report.steps >= 12

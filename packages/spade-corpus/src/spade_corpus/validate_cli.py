@@ -54,6 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="environments validated at once (default %(default)s)",
     )
+    parser.add_argument(
+        "--seed-root",
+        type=int,
+        metavar="N",
+        help="draw the validation seeds from root N (default: a fresh root, printed, so a "
+        "verdict can be reproduced; no fixed seed list a designer could learn)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=5,
+        metavar="N",
+        help="seeds per environment (default %(default)s)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="do not show the progress bar")
 
 
@@ -93,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.workers < 1:
             raise _UserError(f"--workers must be at least 1, got {args.workers}")
+        if args.seeds < 1:
+            raise _UserError(f"--seeds must be at least 1, got {args.seeds}")
+        if args.seed_root is not None and not 0 <= args.seed_root < se.SEED_SPACE:
+            raise _UserError(f"--seed-root must be in [0, 2**31), got {args.seed_root}")
         if args.max_turns < 1:
             raise _UserError(f"--max-turns must be at least 1, got {args.max_turns}")
         out = Path(args.out) if args.out else None
@@ -106,8 +124,11 @@ def run(args: argparse.Namespace) -> int:
     except _UserError as exc:
         print(f"spade-corpus validate: error: {exc}", file=sys.stderr)
         return 2
+    root = se.fresh_root() if args.seed_root is None else args.seed_root
+    seeds = se.draw_seeds(root, args.seeds)
+    print(f"seeds drawn from root {root} (reproduce with --seed-root {root}): {list(seeds)}")
     start = time.perf_counter()
-    reports = validate_many(items, workers=args.workers, progress=not args.no_progress)
+    reports = validate_many(items, workers=args.workers, progress=not args.no_progress, seeds=seeds)
     summary = validation_summary(reports, skills, time.perf_counter() - start)
     for rep in reports:
         if not rep.valid:
@@ -119,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                     f"  evidence: probe={ev['probe']} seed={ev['seed']} excerpt={ev['excerpt']!r}"
                 )
     if out is not None:
-        data = {"summary": summary, "reports": [r.to_dict() for r in reports]}
+        data = {"summary": summary, "seed_root": root, "reports": [r.to_dict() for r in reports]}
         se.atomic_write_text(out, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     print(
         f"{summary['valid']}/{summary['total']} valid, {summary['invalid']} invalid, "

@@ -113,6 +113,7 @@ from .rlve import RlveEnvironment, RlveFactory, rlve_env_ids
 from .rlve import parameter_for as rlve_parameter_for
 from .rlve import resolve_env_set as resolve_rlve_env_set
 from .rlve import same_problem as rlve_same_problem
+from .seeding import SEED_SPACE, draw_seeds, fresh_root, more_seeds
 from .source import PARSE_LOCK, SandboxedFactory, find_env_class, load_env, load_env_class
 from .tools import (
     PARSE_OUTCOMES,
@@ -185,6 +186,11 @@ __all__ = [
     "Scoring",
     "run_episode",
     "run_episodes",
+    # validation seeds
+    "SEED_SPACE",
+    "draw_seeds",
+    "fresh_root",
+    "more_seeds",
     "write_transcript",
     "RandomAgent",
     "ReplayAgent",

@@ -23,7 +23,8 @@ from .play import (
     play_actions,
     solution_actions,
 )
-from .probes import PROBE_NAMES, chance_rate
+from .probes import PROBE_NAMES
+from .seeding import more_seeds
 
 __all__ = [
     "CheckReport",
@@ -54,6 +55,9 @@ REASON_CODES: dict[str, str] = {
     "solution_type": "solution() did not return a non-empty str",
     "solution_fails": "playing solution() did not win the episode",
     "reward_contract:after_end": "a step after the won episode ended got a reward other than 0.0",
+    "reward_contract:total_out_of_range": "one episode's rewards sum outside REWARD_BOUNDS",
+    "reward_contract:malformed_paid": "a malformed reply earned more than a wrong answer",
+    "reward_contract:lost_pays_as_won": "a lost episode earned as much as the won solution",
     "hint_empty": "the hint is empty",
     "hint_leaked": "the hint text appears in an observation",
     "hint_is_answer": "playing the hint as an action wins the episode",
@@ -131,19 +135,19 @@ def check_env(
 
     run = CheckRun(factory, env, max_turns, max_observation_chars, kwargs, hint, check_solution)
     run.reuse_resets = reuse_resets
-    todo, extra = list(seeds), max(seeds) + 1
+    todo = list(seeds)
     try:
         while todo:
             played = SeedPlay(todo.pop(0))
+            run.seeds_left = len(todo)
             for _, per_seed, check, _ in CHECKS:
                 if per_seed:
                     check(run, played)
             run.played.append(played)
-            run.tally.add_seed(played.probes, played.solution_play, chance_rate(played.first))
-            # Borderline probe statistics: more seeds, up to max_seeds.
+            run.tally.add_seed(played.probes, played.solution_play, played.first)
+            # Borderline probe statistics: more seeds (drawn from those played), up to max_seeds.
             if not todo and run.tally.borderline() and len(run.played) < max_seeds:
-                todo.append(extra)
-                extra += 1
+                todo = more_seeds([s.seed for s in run.played], 1)
         for _, per_seed, check, _ in CHECKS:
             if not per_seed:
                 check(run)

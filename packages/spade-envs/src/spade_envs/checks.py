@@ -27,6 +27,7 @@ from .play import (
     won,
 )
 from .probes import PROBE_NAMES, Policy, ProbeTally, probe_battery
+from .reward_contract import CONTRACT_REASONS, contract_breach
 
 __all__ = ["CHECKS", "CheckRun", "SeedPlay"]
 
@@ -55,6 +56,8 @@ class CheckRun:
     hint_won: int | None = None
     hint_won_obs: str = ""
     reuse_resets: bool = False
+    seeds_left: int = 0
+    """Planned seeds still to play after the current one (a settled probe skips them)."""
     kept: dict[str, str] = field(default_factory=dict)
     """Key -> observation, for the resets whose state the environment keeps."""
 
@@ -142,7 +145,14 @@ def check_reset(run: CheckRun, s: SeedPlay) -> None:
 
 def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
     """Every probe episode ends within max_turns and every reset of the seed looks the same."""
-    battery = probe_battery(s.seed)
+    everything = probe_battery(s.seed)
+    # A settled probe cannot change the verdict; the first and last always play (sentinels:
+    # a game free on some seeds, and the real reset after the other episodes).
+    battery = [
+        (name, probe)
+        for i, (name, probe) in enumerate(everything)
+        if i in (0, len(everything) - 1) or not run.tally.settled(name, run.seeds_left + 1)
+    ]
     played: dict[tuple[str, ...], tuple[str, str, float, bool, bool]] = {}
     for index, (name, probe) in enumerate(battery):
         known = None if index in (0, len(battery) - 1) else _replayed(probe, s.first, played)
@@ -198,11 +208,12 @@ def check_hint(run: CheckRun, s: SeedPlay) -> None:
                 evidence=Evidence.of("hint", s.seed, obs, hint),
             )
     _, hinted = _play_again(run, s.seed, [run.hint])
-    if won(hinted) and run.hint_won is None:
+    # On a seed that an empty reply also wins, the game gives everything away: that is the
+    # probes' finding (probe_wins), not the hint's.
+    free = any(w for n, _, w in s.probes if n == "empty")
+    if won(hinted) and run.hint_won is None and not free:
         run.hint_won = s.seed
-        run.hint_won_obs = hinted[-1][
-            1
-        ]  # reported by check_hint_not_answer, after reward_uses_action
+        run.hint_won_obs = hinted[-1][1]  # reported by check_hint_not_answer, later
 
 
 def check_hint_not_answer(run: CheckRun) -> None:
@@ -285,9 +296,11 @@ def _check_no_reward_after_end(run: CheckRun, seed: int, played: Transcript) -> 
 
 def check_seeds_matter(run: CheckRun) -> None:
     """Not every seed gives the same episode (observations, probe replies and solution)."""
-    # The random probe's actions are drawn from the seed itself, so it is left out.
+    # The random probe's actions are drawn from the seed itself, so it is left out; settled
+    # probes stop playing, so only the probes every seed played are compared.
+    common = set.intersection(*({n for n, _, _ in s.probes} for s in run.played)) - {"random"}
     prints = [
-        [s.first, [t for n, t, _ in s.probes if n != "random"], s.solution_text] for s in run.played
+        [s.first, [t for n, t, _ in s.probes if n in common], s.solution_text] for s in run.played
     ]
     if len(prints) > 1 and all(p == prints[0] for p in prints):
         seeds = [s.seed for s in run.played]
@@ -367,6 +380,23 @@ def check_reward_uses_action(run: CheckRun) -> None:
         )
 
 
+def check_reward_contract(run: CheckRun) -> None:
+    """The reward contract over every episode played: an episode's rewards sum inside
+    REWARD_BOUNDS, a malformed reply never earns more than a wrong answer, and a lost episode
+    never earns as much as the solution's won one (see :mod:`spade_envs.reward_contract`)."""
+    for s in run.played:
+        broken = contract_breach(s.probes, s.solution_play)
+        if broken is not None:
+            rule, probe, message = broken
+            transcript = next(t for n, t, _ in s.probes if n == probe)
+            excerpt = " | ".join(f"{a[:30]!r} -> {r}" for a, _, r, _, _ in transcript[:4])
+            raise fail(
+                f"reward_contract:{rule}",
+                f"seed={s.seed}: {message}",
+                evidence=Evidence.of(probe, s.seed, excerpt),
+            )
+
+
 def check_probes_lose(run: CheckRun) -> None:
     """No probe (empty, garbage, common answers, random, observation tokens) wins on most seeds."""
     worst = run.tally.worst()
@@ -436,5 +466,6 @@ CHECKS: tuple[tuple[str, bool, Check, tuple[str, ...]], ...] = (
     ),
     ("reward_uses_action", False, check_reward_uses_action, ("reward_ignores_action",)),
     ("hint_not_answer", False, check_hint_not_answer, ("hint_is_answer",)),
+    ("reward_contract", False, check_reward_contract, CONTRACT_REASONS),
     ("probes_lose", False, check_probes_lose, tuple(f"probe_wins:{n}" for n in PROBE_NAMES)),
 )

@@ -286,7 +286,8 @@ def views_of(played: Iterable[Played], env: TextEnvironment | None = None) -> li
     """What the agent could read on each played seed: the first observation and every
     observation of a probe's episode while it was open, except one that follows an action
     that itself contained the answer (an echo of the agent's own guess); with ``env``, the
-    ``info`` of a reset and of a wrong answer too. When every seed has the same answer it is
+    ``info`` of a reset and of a wrong answer too (for a solution of several moves, the first
+    observation and the infos only). When every seed has the same answer it is
     a protocol word (``\\boxed{done}``) the instructions may name: no views."""
     played = list(played)
     finals = {(solution_actions(s.solution_text or "") or [""])[-1] for s in played}
@@ -299,7 +300,10 @@ def views_of(played: Iterable[Played], env: TextEnvironment | None = None) -> li
         if not answer:
             continue
         texts = [("first_observation", s.first)]
-        for name, transcript, _ in s.probes:
+        # A solution of several moves ends with a move ("flip 4"), not an answer: the states
+        # that other moves lead to describe moves ("Flip 4: the stack is ..."), so only what
+        # is shown before any move is read.
+        for name, transcript, _ in s.probes if len(actions) == 1 else ():
             for action, observation, _, terminated, truncated in transcript:
                 if not (terminated or truncated) and answer.lower() not in action.lower():
                     texts.append((f"probe:{name}", observation))

@@ -7,13 +7,23 @@ and returns the next action (:data:`Policy`). :func:`probe_battery` builds one s
 every probe plays a whole episode on every seed the solution plays. The probes are
 deterministic in the seed and the observations, so a verdict can be reproduced.
 
-Deciding (:class:`ProbeTally`): a probe's wins over the seeds are compared with the rate at
-which an honest game of that shape can be won by chance: ``1/k`` on a seed whose first
-observation shows ``k`` labelled options (``A) …``, ``2. …``), else :data:`BASE_RATE`. The
-exact one-sided tail ``P(wins >= observed)`` of that (Poisson-)binomial is the probe's p-value;
-a probe is a reward hack (``probe_wins:<probe>``) when its p-value is under :data:`ALPHA`
-divided by the number of probes (Bonferroni). A p-value between that and
-:data:`BORDERLINE` is open: the checker draws more seeds, up to a cap.
+Deciding (:class:`ProbeTally`): each probe's wins over the seeds are tested twice.
+
+* Against chance: the rate at which an honest game of the seed's shape can be won blindly,
+  the largest of :data:`BASE_RATE`, ``1/k`` on a seed whose first observation shows ``k``
+  labelled options, and twice the measured collision rate of the solution's answers over the
+  seeds (a game whose answers repeat, such as a count from 2 to 8, is won by a constant now
+  and then; that is chance, not a hack).
+* Against the solution: a win is *unexplained* when the probe's answer differs from the
+  answer ``solution()`` gives on that seed (one-step solutions; options compared by label
+  and by text). An honest game accepts the right answer, so unexplained wins are held to
+  :data:`UNEXPLAINED_RATE`.
+
+The exact one-sided tail ``P(wins >= observed)`` of the (Poisson-)binomial is the p-value; a
+probe is a reward hack (``probe_wins:<probe>``) when either is under :data:`ALPHA` divided by
+the number of probes (Bonferroni). A p-value between that and :data:`BORDERLINE` is open: the
+checker draws more seeds, up to a cap. A probe that could not be rejected even if it won on
+every seed still to be played is settled: it stops playing (:meth:`ProbeTally.settled`).
 """
 
 from __future__ import annotations
@@ -30,10 +40,11 @@ __all__ = [
     "BORDERLINE",
     "COMMON_ANSWERS",
     "PROBE_NAMES",
+    "UNEXPLAINED_RATE",
     "Policy",
     "ProbeTally",
-    "chance_rate",
     "probe_battery",
+    "same_answer",
     "tail_probability",
 ]
 
@@ -48,10 +59,12 @@ BASE_RATE = 0.05
 ALPHA = 0.001
 #: A p-value under this (and over ALPHA / probes) is borderline: more seeds are drawn.
 BORDERLINE = 0.05
+#: Chance of an unexplained win (a wrong answer accepted) in an honest game, per episode.
+UNEXPLAINED_RATE = 0.01
 
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?|[A-Za-z]+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-_OPTION = re.compile(r"^\s*\(?([A-Ha-h]|[1-9])[).:]\s+\S", re.M)
+_OPTION = re.compile(r"^\s*\(?([A-Ha-h]|[1-9])[).:]\s+(\S[^\n]*)$", re.M)
 
 #: Answers a lazy policy tries first; each is played boxed and bare.
 COMMON_ANSWERS: tuple[str, ...] = (
@@ -61,6 +74,7 @@ COMMON_ANSWERS: tuple[str, ...] = (
 _WORDS = ("up", "down", "left", "right", "go", "stop", "open", "take", "north", "red", "x", "a")
 _GARBAGE = ("hello?", "\\boxed{}", "\\boxed{", "}}{{", "\\boxed{\\boxed{1}}")
 _NONFINITE = ("nan", "inf", "-inf", "NaN", "Infinity")
+_PATTERNS = (".*", ".+", "\\d+", "[a-z]+", "*")
 #: How many single positions the ``number_<i>`` probes try.
 NUMBER_POSITIONS = 3
 
@@ -77,14 +91,37 @@ def observation_tokens(observation: str, limit: int = 12) -> list[str]:
 def shown_options(observation: str) -> list[str]:
     """The labels of the options an observation lists one per line (``A) …``, ``(b) …``,
     ``3. …``), in order; empty when fewer than two are shown."""
-    labels = list(dict.fromkeys(_OPTION.findall(observation)))
+    labels = list(dict.fromkeys(label for label, _ in _OPTION.findall(observation)))
     return labels if len(labels) >= 2 else []
 
 
-def chance_rate(observation: str) -> float:
-    """The rate at which a blind policy wins an honest game showing ``observation`` first."""
-    options = shown_options(observation)
-    return max(1.0 / len(options), BASE_RATE) if options else BASE_RATE
+def _options(observation: str) -> dict[str, str]:
+    """Label to option text, for the options an observation lists one per line."""
+    found = {_norm(label): _norm(text) for label, text in _OPTION.findall(observation)}
+    return found if len(found) >= 2 else {}
+
+
+def _norm(text: str) -> str:
+    """An answer compared loosely: unboxed, case and spaces dropped, a number by value."""
+    from .actions import boxed_answer
+
+    inner = boxed_answer(text)
+    out = " ".join((inner if inner is not None else text).split()).lower().rstrip(".")
+    try:
+        value = float(out.replace(",", ""))
+    except ValueError:
+        return out
+    return repr(value) if math.isfinite(value) else out
+
+
+def same_answer(action: str, solution: str, first_observation: str) -> bool:
+    """Whether a probe's action gives the solution's one-step answer: equal after
+    :func:`_norm`, or one names the option whose text the other gives."""
+    a, b = _norm(action), _norm(solution)
+    if a == b:
+        return True
+    options = _options(first_observation)
+    return options.get(a) == b or options.get(b) == a
 
 
 def _cycle(actions: Sequence[str]) -> Policy:
@@ -115,7 +152,9 @@ def _numbers(obs: str) -> list[str]:
 
 
 def _several_boxes(obs: str, _last: str | None) -> str:
-    answers = [*observation_tokens(obs, 8), *(str(n) for n in range(10)), *COMMON_ANSWERS]
+    """Many boxes in one reply: the observation's tokens, every integer below 1,000 and the
+    common answers (a game that accepts any matching box is won by it)."""
+    answers = [*observation_tokens(obs, 8), *(str(n) for n in range(1000)), *COMMON_ANSWERS]
     return "".join(boxed(a) for a in dict.fromkeys(answers))
 
 
@@ -149,6 +188,8 @@ def probe_battery(seed: int) -> list[tuple[str, Policy]]:
         ("echo_action", _echo_action),
         ("several_boxes", _several_boxes),
         ("nonfinite", _cycle([boxed(x) for x in _NONFINITE])),
+        ("pattern", _cycle([boxed(x) for x in _PATTERNS])),
+        ("lengths", _cycle([boxed("7" * n) for n in range(1, 9)])),
         ("random", _cycle(randoms)),
         (
             "tokens",
@@ -176,29 +217,58 @@ def tail_probability(rates: Sequence[float], wins: int) -> float:
 
 
 @dataclass
+class ProbeRecord:
+    """One probe's seeds: per seed its option rate, whether it won, and whether the win (if
+    any) is unexplained; ``None`` where the solution's answer is unknown (a longer solution)."""
+
+    seeds: list[int] = field(default_factory=list)
+    won: list[bool] = field(default_factory=list)
+    unexplained: list[bool | None] = field(default_factory=list)
+
+    @property
+    def wins(self) -> int:
+        return sum(self.won)
+
+
+@dataclass
 class ProbeTally:
     """Which probes won on which seeds, and whether the rewards ever depended on the action."""
 
     seeds: int = 0
     episodes: int = 0
-    wins: dict[str, int] = field(default_factory=dict)
-    rates: list[float] = field(default_factory=list)
-    """Per seed, the chance rate of an honest game of that seed's shape."""
+    records: dict[str, ProbeRecord] = field(default_factory=dict)
+    option_rates: list[float] = field(default_factory=list)
+    """Per seed played, ``1/k`` for ``k`` shown options (else 0)."""
+    answers: list[str | None] = field(default_factory=list)
+    """Per seed played, the one-step solution's answer, normalised (None: unknown)."""
     same_rewards_every_seed: bool = True
 
     def add_seed(
         self,
         probes: Sequence[tuple[str, Transcript, bool]],
         solution: Transcript | None,
-        rate: float = BASE_RATE,
+        first: str = "",
     ) -> None:
         """One seed's probe episodes ``(name, transcript, won)``, the solution's episode and
-        the seed's chance rate (:func:`chance_rate`)."""
+        the seed's first observation."""
+        index = self.seeds
         self.seeds += 1
-        self.rates.append(rate)
-        for name, _, won in probes:
+        options = shown_options(first)
+        self.option_rates.append(1.0 / len(options) if options else 0.0)
+        answer = solution[0][0] if solution is not None and len(solution) == 1 else None
+        self.answers.append(_norm(answer) if answer is not None else None)
+        for name, transcript, won in probes:
             self.episodes += 1
-            self.wins[name] = self.wins.get(name, 0) + int(won)
+            rec = self.records.setdefault(name, ProbeRecord())
+            rec.seeds.append(index)
+            rec.won.append(won)
+            explained = answer is None or not won or same_answer(transcript[-1][0], answer, first)
+            rec.unexplained.append(None if answer is None else not explained)
+        self._compare_rewards(probes, solution)
+
+    def _compare_rewards(
+        self, probes: Sequence[tuple[str, Transcript, bool]], solution: Transcript | None
+    ) -> None:
         if solution is None:
             self.same_rewards_every_seed = False
             return
@@ -211,29 +281,65 @@ class ProbeTally:
                 return
 
     @property
+    def wins(self) -> dict[str, int]:
+        """Each probe's won episodes."""
+        return {name: rec.wins for name, rec in self.records.items()}
+
+    @property
     def win_rate(self) -> float:
         """Won probe episodes over all probe episodes (0.0 when none were played)."""
-        return round(sum(self.wins.values()) / self.episodes, 4) if self.episodes else 0.0
+        won = sum(rec.wins for rec in self.records.values())
+        return round(won / self.episodes, 4) if self.episodes else 0.0
+
+    def collision_rate(self) -> float:
+        """How often two seeds' known solution answers are equal (pairs over all pairs)."""
+        known = [a for a in self.answers if a is not None]
+        pairs = len(known) * (len(known) - 1) // 2
+        same = sum(1 for i, a in enumerate(known) for b in known[i + 1 :] if a == b)
+        return same / pairs if pairs else 0.0
+
+    def chance_rates(self) -> list[float]:
+        """Per seed played, the rate at which an honest game of its shape is won blindly."""
+        floor = max(BASE_RATE, min(1.0, 2 * self.collision_rate()))
+        return [max(floor, rate) for rate in self.option_rates]
+
+    def _p(self, rec: ProbeRecord, extra: int = 0) -> float:
+        """The probe's p-value, as if it also won (unexplained) ``extra`` more seeds."""
+        rates = self.chance_rates()
+        top = max(rates, default=BASE_RATE)
+        p_chance = tail_probability([rates[i] for i in rec.seeds] + [top] * extra, rec.wins + extra)
+        judged = [u for u in rec.unexplained if u is not None]
+        p_unexplained = tail_probability(
+            [UNEXPLAINED_RATE] * (len(judged) + extra), sum(judged) + extra
+        )
+        return min(p_chance, p_unexplained)
 
     def p_values(self) -> dict[str, float]:
         """Each probe's one-sided p-value: the chance of winning at least as often blindly."""
-        return {name: tail_probability(self.rates, won) for name, won in self.wins.items()}
+        return {name: self._p(rec) for name, rec in self.records.items()}
 
-    def _lowest(self) -> tuple[str, float] | None:
-        p_values = self.p_values()
-        if not p_values:
-            return None
-        name = min(p_values, key=lambda n: (p_values[n], -self.wins[n]))
-        return name, p_values[name]
+    @staticmethod
+    def threshold() -> float:
+        """The Bonferroni-corrected level under which a probe is rejected."""
+        return ALPHA / len(PROBE_NAMES)
 
     def worst(self) -> tuple[str, int] | None:
         """The probe that wins significantly more often than chance, with its wins, if any."""
-        lowest = self._lowest()
-        if lowest is None or lowest[1] >= ALPHA / max(len(self.wins), 1):
+        p_values = self.p_values()
+        if not p_values:
             return None
-        return lowest[0], self.wins[lowest[0]]
+        name = min(p_values, key=lambda n: (p_values[n], -self.records[n].wins))
+        return (name, self.records[name].wins) if p_values[name] < self.threshold() else None
 
     def borderline(self) -> bool:
         """Whether some probe's p-value is too low to accept and too high to reject."""
-        lowest = self._lowest()
-        return lowest is not None and lowest[1] < BORDERLINE and self.worst() is None
+        p_values = self.p_values()
+        return self.worst() is None and any(p < BORDERLINE for p in p_values.values())
+
+    def settled(self, name: str, seeds_left: int) -> bool:
+        """Whether the probe stays accepted even if it won on each of ``seeds_left`` more
+        seeds (so playing it on them cannot change the verdict)."""
+        rec = self.records.get(name)
+        if rec is None:
+            return False
+        return self._p(rec, seeds_left) >= self.threshold() and self._p(rec) >= BORDERLINE

@@ -26,7 +26,8 @@ DEFAULT_GENERATORS = (
 
 class ValidationConfig(Strict):
     seeds: int = Field(3, ge=1, le=MAX_COUNT)
-    """Seeds ``0 .. seeds-1`` each design is validated on."""
+    """How many seeds each design is validated on, drawn per cycle from the run's seed (more
+    where the probe statistics are borderline)."""
     workers: int = Field(2, ge=1, le=MAX_COUNT)
     """Sandbox workers that validate designs (and play sandboxed environments) at once."""
     timeout_s: float = Field(10.0, gt=0.0)

@@ -1,6 +1,7 @@
-# expect: probe_wins
+# expect: reward_ignores_action
 # family: seed_gating
 # hint: Rule out numbers divisible by 2, 3, 5 or 7.
+# note: drawn seeds are large, so the game is free on every seed played: every action wins
 """Pick the prime among composite numbers."""
 
 import random

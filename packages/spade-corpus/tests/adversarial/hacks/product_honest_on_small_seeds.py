@@ -1,6 +1,7 @@
-# expect: probe_wins
+# expect: reward_ignores_action
 # family: seed_gating
 # hint: Split one factor into tens and ones and add the partial products.
+# note: drawn seeds are large, so the game is free on every seed played: every action wins
 """Multiply two numbers."""
 
 import random

@@ -113,7 +113,9 @@ def check_in_sandbox(
         )
         for x in (designs[i] for i in todo)
     ]
-    seeds = tuple(range(cfg.validation.seeds))
+    # Drawn per cycle from the run's seed: no fixed list the designer could learn; the run
+    # stays reproducible, and each report records its seeds.
+    seeds = se.draw_seeds(derive_seed(cfg.seed, "validation", ctx.cycle), cfg.validation.seeds)
     reports = ctx.checker.validate(items, seeds) if items else []
     progress.update(task, completed=max(1, len(todo)))
     by_index = dict(zip(todo, reports, strict=True))
