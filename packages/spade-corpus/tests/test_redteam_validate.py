@@ -173,6 +173,8 @@ def test_the_cli_prints_one_line_per_hostile_file_and_writes_its_report(tmp_path
     printed = capsys.readouterr()
     assert status == 1 and "Traceback" not in printed.out + printed.err
     lines = printed.out.strip().splitlines()
+    assert lines[0].startswith("seeds drawn from root ") and "--seed-root" in lines[0]
+    lines = lines[1:]
     assert lines[2].startswith("  evidence: probe=")  # under the rejection it explains
     lines = [line for line in lines if not line.startswith("  evidence:")]
     assert len(lines) == 3 and "[too_deep]" in lines[0] and "[probe_wins:" in lines[1]

@@ -7,7 +7,8 @@ checked here on every probe episode and the solution's, seed by seed:
 * ``total_out_of_range``: the rewards of one episode sum outside ``REWARD_BOUNDS``; a game
   that pays 0.3 for every wrong guess is farmed by guessing until the turns run out.
 * ``malformed_paid``: a malformed reply (nothing, an empty box, whitespace, garbage, 10,000
-  characters) earns more on some step than any well-formed wrong answer on the same seed.
+  characters) earns a positive reward on some step, more than a wrong answer earns on some
+  step of the same seed (the agent would learn to reply badly rather than guess).
 * ``lost_pays_as_won``: a lost episode's rewards sum to at least the solution's won episode's,
   so the return does not tell winning from losing.
 """
@@ -27,8 +28,8 @@ MALFORMED_PROBES = frozenset({"empty", "empty_box", "whitespace", "garbage", "lo
 #: The reason codes :func:`contract_breach` names (with the ``reward_contract:`` prefix).
 CONTRACT_REASONS: tuple[str, ...] = (
     "reward_contract:total_out_of_range",
-    "reward_contract:malformed_paid",
     "reward_contract:lost_pays_as_won",
+    "reward_contract:malformed_paid",
 )
 
 
@@ -52,16 +53,6 @@ def contract_breach(
                 f"the {name!r} episode's rewards sum to {total:g}, outside [{low:g}, {high:g}]; pay the outcome once, not per step",
             )
     lost = [(n, t) for n, t, w in probes if not w]
-    wrong = [r for n, t in lost if n not in MALFORMED_PROBES for _, _, r, _, _ in t]
-    best_wrong = max([0.0, *wrong])
-    for name, transcript in lost:
-        paid = max((step[2] for step in transcript), default=0.0)
-        if name in MALFORMED_PROBES and paid > best_wrong:
-            return (
-                "malformed_paid",
-                name,
-                f"the malformed {name!r} reply earned {paid:g} on a step, more than any wrong answer ({best_wrong:g}); reward a malformed reply 0",
-            )
     if solution is not None:
         won_total = _total(solution)
         for name, transcript in lost:
@@ -70,5 +61,16 @@ def contract_breach(
                     "lost_pays_as_won",
                     name,
                     f"the lost {name!r} episode earned {_total(transcript):g}, as much as the won solution's {won_total:g}; a loss must earn less than a win",
+                )
+    wrong = [r for n, t in lost if n not in MALFORMED_PROBES for _, _, r, _, _ in t]
+    if wrong:
+        worst_wrong = min(wrong)
+        for name, transcript in lost:
+            paid = max((step[2] for step in transcript), default=0.0)
+            if name in MALFORMED_PROBES and paid > max(0.0, worst_wrong):
+                return (
+                    "malformed_paid",
+                    name,
+                    f"the malformed {name!r} reply earned {paid:g} on a step, more than a wrong answer ({worst_wrong:g}); reward a malformed reply 0",
                 )
     return None
