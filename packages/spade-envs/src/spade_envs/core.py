@@ -18,6 +18,11 @@ Episode rules
 * ``close()`` releases resources.
 * ``info`` dicts are JSON-serializable.
 
+Reward contract (checked by :mod:`spade_envs.reward_contract` and the checker): a step after
+the episode ended returns reward 0.0; the rewards of one episode sum inside
+:data:`REWARD_BOUNDS`; a lost episode earns less than a won one; a malformed reply never earns
+a positive reward above a wrong answer's.
+
 The episode return (:func:`episode_return`) is the final reward clipped to [0, 1] when the
 episode terminated, and 0 when it was truncated: running out of turns is never a win.
 A cognitive-game answer is written ``\\boxed{...}``; the privileged hint, when the agent gets it,
