@@ -57,3 +57,20 @@ def test_a_judged_rejection_prints_its_evidence(capsys):
     lines = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(lines) if "INVALID [probe_wins:empty_box]" in line)
     assert lines[at + 1].startswith("  evidence: probe=") and "seed=" in lines[at + 1]
+
+
+def test_seeds_are_drawn_printed_and_reproduced_by_seed_root(tmp_path, capsys):
+    """No fixed seed list: a fresh root each run, printed; ``--seed-root`` replays it."""
+    good = [str(BAD_ENVS / "valid_guess_number.py"), "--hint", HINT, "--seeds", "3"]
+    reports = []
+    for i, extra in enumerate([[], ["--seed-root", "41"], ["--seed-root", "41"]]):
+        out = tmp_path / f"r{i}.json"
+        assert main([*good, *extra, "--out", str(out)]) == 0
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first.startswith("seeds drawn from root ") and "--seed-root" in first
+        reports.append(json.loads(out.read_text()))
+    seeds = [r["reports"][0]["checks"]["seeds"][:3] for r in reports]
+    assert seeds[1] == seeds[2] == list(__import__("spade_envs").draw_seeds(41, 3))
+    assert reports[1]["seed_root"] == 41 and seeds[0] != seeds[1]
+    assert main([*good, "--seed-root", "-1"]) == 2
+    assert "--seed-root must be in" in capsys.readouterr().err

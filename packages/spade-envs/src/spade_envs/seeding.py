@@ -35,7 +35,7 @@ def more_seeds(played: Sequence[int], n: int) -> list[int]:
     """``n`` further seeds, drawn from the seeds already played and distinct from them (the
     checker's borderline extension: reproducible from the report's seeds alone)."""
     rng = random.Random(f"spade-more-{list(played)}")
-    seen, out = set(played), []
+    seen, out = set(played), list[int]()
     while len(out) < n:
         seed = rng.randrange(SEED_SPACE)
         if seed not in seen:
