@@ -120,3 +120,31 @@ def test_a_fixed_format_example_is_not_a_leak() -> None:
         for s, answer in enumerate("CABDC")
     ]
     assert leak_evidence(moving) is not None
+
+
+def digit_view(seed: int, answer: int, text: str) -> SeedView:
+    return SeedView(seed, str(answer), [("first_observation", text)], [])
+
+
+def test_a_spelled_single_digit_singled_out_on_most_seeds_is_a_leak() -> None:
+    answers = [7, 3, 9, 4, 7]
+    views = [
+        digit_view(i, a, f"Last digit of 1{a}^5? A little bird whispers: {_word(a)}.")
+        for i, a in enumerate(answers)
+    ]
+    shown = leak_evidence(views)
+    assert shown is not None and "spelled out" in shown[0] and shown[1].probe == "first_observation"
+
+
+def test_a_digit_word_of_the_game_text_is_not_a_leak() -> None:
+    # "one of boxes" on every seed, and the answer is 1 on most seeds by chance
+    text = "A prize is in one of boxes 1 to 6. Which box holds it?"
+    views = [digit_view(i, a, text) for i, a in enumerate([1, 1, 1, 4, 2])]
+    assert leak_evidence(views) is None
+    # digit words all over the text: the answer's word is no rarer than the decoys'
+    busy = "Pick zero, one, two, three, four, five, six, seven, eight or nine."
+    assert leak_evidence([digit_view(i, a, busy) for i, a in enumerate([3, 5, 8])]) is None
+
+
+def _word(n: int) -> str:
+    return spelled(n)[0]

@@ -250,13 +250,56 @@ def leak_evidence(views: list[SeedView]) -> tuple[str, Evidence] | None:
         if leak.form != "action" or not _shown_elsewhere(leak.found, v, views)
     ]
     if len(found) < 2 or 2 * len(found) <= len(views):
-        return None
+        return spelled_digit_evidence(views)
     view, leak = found[-1]
     message = (
         f"the answer {view.answer[:40]!r} is shown to the agent ({leak.form} form, in {leak.source}) "
         f"on seeds {[v.seed for v, _ in found]} of {[v.seed for v in views]}; do not show the answer"
     )
     return message, Evidence.of(leak.source, view.seed, leak.text, leak.found)
+
+
+_WORD = re.compile(r"[a-z]+")
+#: A spelled digit counts as singled out when other digits' words show this rarely.
+DECOY_RATE = 0.2
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def spelled_digit_evidence(views: list[SeedView]) -> tuple[str, Evidence] | None:
+    """A one-digit answer spelled out (``seven``) in the first observation of most seeds,
+    while the other digits' words are rarely there: singled out, not ordinary text.
+
+    Digit words are common ("one of these", "three rows"), so a word alone proves nothing: it
+    must not show on a seed whose answer is another digit, and the nine decoys' words must be
+    rare on the same seeds (a game whose text always says "three" shows the decoy "three" as
+    often as the answer)."""
+    digits = [v for v in views if v.answer.isdigit() and len(v.answer) == 1 and v.texts]
+    if len(digits) < 2 or 2 * len(digits) <= len(views):
+        return None
+    seen = [(v, _words(v.texts[0][1])) for v in digits]
+    # the answer's word, and on no seed whose answer is another ("one of boxes 1 to 6")
+    hits = [
+        v
+        for v, words in seen
+        if _ONES[int(v.answer)] in words
+        and not any(u.answer != v.answer and _ONES[int(v.answer)] in w for u, w in seen)
+    ]
+    decoys = [
+        _ONES[d] in _words(v.texts[0][1]) for v in digits for d in range(10) if d != int(v.answer)
+    ]
+    if len(hits) < 2 or 2 * len(hits) <= len(views) or sum(decoys) > DECOY_RATE * len(decoys):
+        return None
+    view = hits[-1]
+    word = _ONES[int(view.answer)]
+    message = (
+        f"the answer {view.answer!r} is spelled out ({word!r}) in the first observation on seeds "
+        f"{[v.seed for v in hits]} of {[v.seed for v in views]}, while other digits' words are "
+        f"rare there; do not show the answer"
+    )
+    return message, Evidence.of("first_observation", view.seed, view.texts[0][1], word)
 
 
 class Played(Protocol):
