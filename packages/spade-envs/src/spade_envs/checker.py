@@ -108,8 +108,8 @@ def check_env(
     battery (:func:`spade_envs.probes.probe_battery`), whose episodes must end within
     ``max_turns``; determinism under the seed; with ``hint``: never shown and not itself the
     answer; ``solution()`` wins. Then across seeds: seeds matter, the answer is not printed,
-    a second instance plays alike, the reward depends on the action and no probe wins on most
-    seeds. Raises ContractError with the first failing check's reason code.
+    a second instance plays alike, the reward depends on the action, the reward contract holds
+    over every episode and no probe wins significantly more often than chance. Raises ContractError with the first failing check's reason code.
 
     ``reuse_resets``: a sandboxed environment (``load_env(..., sandbox=True)``) keeps the state
     of each seed's first reset in its worker and the probes that only need that state again

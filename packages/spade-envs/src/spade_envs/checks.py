@@ -99,16 +99,13 @@ def _play_again(run: CheckRun, seed: int, actions: list[str]) -> tuple[str, Tran
     return first, play_on(run.env, seed, actions, run.max_turns, run.max_chars)
 
 
-def _probe_on(run: CheckRun, seed: int, probe: Policy, first: str) -> Transcript:
-    """The probe's episode from the state the last reset (which showed ``first``) left."""
-    return play_policy(
-        run.env,
-        seed,
-        lambda obs, last, _turn: probe(obs, last),
-        first,
-        run.max_turns,
-        run.max_chars,
-    )
+def _probe_on(
+    run: CheckRun, seed: int, probe: Policy, first: str, env: TextEnvironment | None = None
+) -> Transcript:
+    """The probe's episode on ``env`` (the run's own by default) from the state the last
+    reset (which showed ``first``) left."""
+    policy = lambda obs, last, _turn: probe(obs, last)  # noqa: E731
+    return play_policy(env or run.env, seed, policy, first, run.max_turns, run.max_chars)
 
 
 def _replayed(
@@ -337,15 +334,7 @@ def check_determinism_across_instances(run: CheckRun) -> None:
         ) from exc
     try:
         first = checked_reset(other, s.seed, run.max_chars)
-        probe = _probe(s.seed, name)
-        again = play_policy(
-            other,
-            s.seed,
-            lambda obs, last, _t: probe(obs, last),
-            first,
-            run.max_turns,
-            run.max_chars,
-        )
+        again = _probe_on(run, s.seed, _probe(s.seed, name), first, other)
         same = first == s.first and again == transcript
         # Every seed's solution too: one seed's answer can coincide by chance.
         for played in run.played if same else ():
@@ -398,7 +387,8 @@ def check_reward_contract(run: CheckRun) -> None:
 
 
 def check_probes_lose(run: CheckRun) -> None:
-    """No probe (empty, garbage, common answers, random, observation tokens) wins on most seeds."""
+    """No probe wins significantly more often than chance or than the solution's answer
+    explains (:class:`spade_envs.probes.ProbeTally`)."""
     worst = run.tally.worst()
     if worst is not None:
         name, wins = worst

@@ -34,6 +34,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .leaks import answer_of, as_number, normalise
+
 __all__ = [
     "ALPHA",
     "BASE_RATE",
@@ -102,16 +104,11 @@ def _options(observation: str) -> dict[str, str]:
 
 
 def _norm(text: str) -> str:
-    """An answer compared loosely: unboxed, case and spaces dropped, a number by value."""
-    from .actions import boxed_answer
-
-    inner = boxed_answer(text)
-    out = " ".join((inner if inner is not None else text).split()).lower().rstrip(".")
-    try:
-        value = float(out.replace(",", ""))
-    except ValueError:
-        return out
-    return repr(value) if math.isfinite(value) else out
+    """An answer compared loosely: unboxed, case and spaces dropped, a number by value (the
+    leak rules' reading of an answer, :mod:`spade_envs.leaks`)."""
+    out = normalise(answer_of(text)).rstrip(".")
+    value = as_number(out)
+    return out if value is None else repr(value)
 
 
 def same_answer(action: str, solution: str, first_observation: str) -> bool:
@@ -218,8 +215,9 @@ def tail_probability(rates: Sequence[float], wins: int) -> float:
 
 @dataclass
 class ProbeRecord:
-    """One probe's seeds: per seed its option rate, whether it won, and whether the win (if
-    any) is unexplained; ``None`` where the solution's answer is unknown (a longer solution)."""
+    """One probe's seeds: the indices of the seeds it played, whether it won on each, and
+    whether the win (if any) is unexplained (``None`` where the solution's answer is unknown:
+    a solution of several moves)."""
 
     seeds: list[int] = field(default_factory=list)
     won: list[bool] = field(default_factory=list)
@@ -333,8 +331,8 @@ class ProbeTally:
 
     def borderline(self) -> bool:
         """Whether some probe's p-value is too low to accept and too high to reject."""
-        p_values = self.p_values()
-        return self.worst() is None and any(p < BORDERLINE for p in p_values.values())
+        p_values = self.p_values().values()
+        return min(p_values, default=1.0) >= self.threshold() and min(p_values) < BORDERLINE
 
     def settled(self, name: str, seeds_left: int) -> bool:
         """Whether the probe stays accepted even if it won on each of ``seeds_left`` more
