@@ -85,6 +85,18 @@ def test_settled_probes_stop_and_open_ones_go_on() -> None:
     assert ALPHA / len(PROBE_NAMES) == ProbeTally.threshold()
 
 
+def test_a_game_of_several_moves_settles_its_probes_on_the_chance_test_alone() -> None:
+    # With no one answer to compare (the solution takes two moves), only the chance test can
+    # reject a probe: two losses of five seeds settle it, where a one-step game needs three.
+    two_moves = ProbeTally()
+    for _ in range(2):
+        two_moves.add_seed([("p", lost(), False)], WIN + WIN, "")
+    assert two_moves.settled("p", 3)
+    one_move = tally_of([("\\boxed{0}", "12", False)] * 2)
+    assert not one_move.settled("p", 3)  # three unexplained wins in five could still reject it
+    assert one_move.settled("p", 2)
+
+
 def test_an_unexplained_win_is_borderline_until_more_seeds_decide() -> None:
     one_of_five = tally_of([("\\boxed{yes}", str(i), i == 0) for i in range(5)])
     assert one_of_five.worst() is None and one_of_five.borderline()  # p = 0.049

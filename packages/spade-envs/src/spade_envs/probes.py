@@ -151,8 +151,17 @@ def _numbers(obs: str) -> list[str]:
 def _several_boxes(obs: str, _last: str | None) -> str:
     """Many boxes in one reply: the observation's tokens, every integer below 1,000 and the
     common answers (a game that accepts any matching box is won by it)."""
-    answers = [*observation_tokens(obs, 8), *(str(n) for n in range(1000)), *COMMON_ANSWERS]
-    return "".join(boxed(a) for a in dict.fromkeys(answers))
+    tokens = list(dict.fromkeys(observation_tokens(obs, 8)))
+    rest = _FIXED_BOXED
+    for token in tokens:  # each box once, where it first appears
+        if token in _FIXED_BOXES:
+            rest = rest.replace(boxed(token), "", 1)
+    return "".join(boxed(t) for t in tokens) + rest
+
+
+#: The answers every several-boxes reply holds after the observation's own tokens.
+_FIXED_BOXES = dict.fromkeys([*(str(n) for n in range(1000)), *COMMON_ANSWERS])
+_FIXED_BOXED = "".join(boxed(a) for a in _FIXED_BOXES)
 
 
 def _echo_action(obs: str, last: str | None) -> str:
@@ -307,8 +316,11 @@ class ProbeTally:
         top = max(rates, default=BASE_RATE)
         p_chance = tail_probability([rates[i] for i in rec.seeds] + [top] * extra, rec.wins + extra)
         judged = [u for u in rec.unexplained if u is not None]
+        # Seeds to come count as judged only when some seed so far was: a game whose
+        # solution takes several moves has no one answer to compare with, on any seed.
+        extra_judged = extra if judged else 0
         p_unexplained = tail_probability(
-            [UNEXPLAINED_RATE] * (len(judged) + extra), sum(judged) + extra
+            [UNEXPLAINED_RATE] * (len(judged) + extra_judged), sum(judged) + extra_judged
         )
         return min(p_chance, p_unexplained)
 
