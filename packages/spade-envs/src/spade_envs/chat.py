@@ -125,6 +125,31 @@ def run_episodes(
     parsed with :func:`~spade_envs.parse_tool_calls`; tool results come back as ``"tool"``
     messages (see the package README).
     """
+    _check_options(on_malformed, concurrency, workers, scoring)
+    native = bool(getattr(agent, "accepts_tools", False))
+    rounds = _Rounds([_Episode(spec, system_prompt, native, scoring) for spec in specs], workers)
+    limit = concurrency or max(1, len(specs))
+    try:
+        while rounds.live or rounds.pending:
+            rounds.admit(limit)
+            if not rounds.live:
+                continue
+            asked = time.perf_counter()
+            try:
+                replies = rounds.ask(agent, native)
+            except Exception as exc:
+                rounds.fail_all(exc)
+                break
+            budget = (time.perf_counter() - asked, agent_turn_s, agent_episode_s)
+            rounds.answer(replies, on_malformed, budget)
+            if on_turn is not None:
+                on_turn(sum(ep.done for ep in rounds.episodes), len(rounds.episodes))
+    finally:
+        rounds.close()
+    return [r for r in rounds.results if r is not None]
+
+
+def _check_options(on_malformed: str, concurrency: int | None, workers: int, scoring: str) -> None:
     if on_malformed not in ("forward", "reprompt"):
         raise ValueError(f"on_malformed must be 'forward' or 'reprompt', not {on_malformed!r}")
     if concurrency is not None and concurrency < 1:
@@ -133,99 +158,115 @@ def run_episodes(
         raise ValueError(f"workers must be at least 1, not {workers}")
     if scoring not in ("strict", "upstream"):
         raise ValueError(f"scoring must be 'strict' or 'upstream', not {scoring!r}")
-    native = bool(getattr(agent, "accepts_tools", False))
-    episodes = [_Episode(spec, system_prompt, native, scoring) for spec in specs]
-    results: list[EpisodeResult | None] = [None] * len(episodes)
-    pending = collections.deque(range(len(episodes)))
-    limit = concurrency or max(1, len(episodes))
-    executor = (
-        ThreadPoolExecutor(workers, thread_name_prefix="spade-episodes") if workers > 1 else None
-    )
 
-    def each(fn: Callable[[Any], object], items: Sequence[Any]) -> None:
-        if executor is None or len(items) < 2:
+
+class _Rounds:
+    """The lockstep state of :func:`run_episodes`: the episodes, which are waiting, live and
+    finished, and the threads that start, step and close them."""
+
+    def __init__(self, episodes: list[_Episode], workers: int) -> None:
+        self.episodes = episodes
+        self.results: list[EpisodeResult | None] = [None] * len(episodes)
+        self.pending = collections.deque(range(len(episodes)))
+        self.live: list[int] = []
+        self.executor = (
+            ThreadPoolExecutor(workers, thread_name_prefix="spade-episodes")
+            if workers > 1
+            else None
+        )
+
+    def each(self, fn: Callable[[Any], object], items: Sequence[Any]) -> None:
+        if self.executor is None or len(items) < 2:
             for item in items:
                 fn(item)
         else:
-            list(executor.map(fn, items))
+            list(self.executor.map(fn, items))
 
-    def finish(index: int) -> None:
-        results[index] = episodes[index].result()
+    def finish(self, index: int) -> None:
+        self.results[index] = self.episodes[index].result()
 
-    live: list[int] = []
-    try:
-        while live or pending:
-            admit = [pending.popleft() for _ in range(min(len(pending), limit - len(live)))]
-            each(lambda i: episodes[i].open(), admit)
-            # as with steps below: resets that can be collected later are sent first
-            later = {i for i in admit if _start_half(episodes[i].env, "start_reset")}
-            collects = [c for c in (episodes[i].begin(split=True) for i in later) if c]
-            try:
-                each(lambda i: episodes[i].begin(), [i for i in admit if i not in later])
-            finally:
-                for collect in collects:
-                    collect()
-            live += admit
-            each(finish, [i for i in live if episodes[i].done])
-            live = [i for i in live if not episodes[i].done]
-            if not live:
-                continue
-            chats = [episodes[i].messages for i in live]
-            asked = time.perf_counter()
-            try:
-                if native:
-                    replies = cast(_ToolBatchAgent, agent)(
-                        chats, tools=[episodes[i].tools for i in live]
-                    )
-                else:
-                    replies = agent(chats)
-                if len(replies) != len(live):
-                    raise ValueError(f"agent returned {len(replies)} replies for {len(live)} chats")
-            except Exception as exc:
-                for i in [*live, *pending]:
-                    episodes[i].fail("agent", exc)
-                each(finish, live)
-                live, pending = [], collections.deque()
-                break
+    def _retire(self) -> None:
+        """Record the episodes that ended; keep the others live."""
+        self.each(self.finish, [i for i in self.live if self.episodes[i].done])
+        self.live = [i for i in self.live if not self.episodes[i].done]
 
-            took = time.perf_counter() - asked
+    def admit(self, limit: int) -> None:
+        """Open and reset waiting episodes up to ``limit`` live ones."""
+        eps, pending = self.episodes, self.pending
+        admit = [pending.popleft() for _ in range(min(len(pending), limit - len(self.live)))]
+        self.each(lambda i: eps[i].open(), admit)
+        # as with steps below: resets that can be collected later are sent first
+        later = {i for i in admit if _start_half(eps[i].env, "start_reset")}
+        collects = [c for c in (eps[i].begin(split=True) for i in later) if c]
+        try:
+            self.each(lambda i: eps[i].begin(), [i for i in admit if i not in later])
+        finally:
+            for collect in collects:
+                collect()
+        self.live += admit
+        self._retire()
 
-            def reply_to(
-                pair: tuple[int, Any], took: float = took, split: bool = False
-            ) -> Callable[[], None] | None:
-                ep, reply = episodes[pair[0]], pair[1]
-                ep.agent_s += took
-                over = _over_budget(took, ep.agent_s, agent_turn_s, agent_episode_s)
-                if over:
-                    ep.fail("agent", AgentTimeout(over))
-                elif not isinstance(reply, str):
-                    ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
-                else:
-                    return ep.advance(reply, on_malformed, split)
-                return None
+    def ask(self, agent: BatchAgent, native: bool) -> list[Any]:
+        """One batched agent call for every live episode."""
+        chats = [self.episodes[i].messages for i in self.live]
+        if native:
+            tools = [self.episodes[i].tools for i in self.live]
+            replies = cast(_ToolBatchAgent, agent)(chats, tools=tools)
+        else:
+            replies = agent(chats)
+        if len(replies) != len(self.live):
+            raise ValueError(f"agent returned {len(replies)} replies for {len(self.live)} chats")
+        return replies
 
-            # Environments that can send a step and collect it later (sandboxed ones) get all
-            # their steps sent first, from this thread; the others step on the worker threads
-            # meanwhile; then the sent steps are collected. No thread waits on a worker.
-            pairs = list(zip(live, replies, strict=True))
-            halves = {i for i in live if _splits(episodes[i])}
-            collects = [c for c in (reply_to(p, split=True) for p in pairs if p[0] in halves) if c]
-            try:
-                each(reply_to, [p for p in pairs if p[0] not in halves])
-            finally:
-                for collect in collects:
-                    collect()
-            each(finish, [i for i in live if episodes[i].done])
-            live = [i for i in live if not episodes[i].done]
-            if on_turn is not None:
-                on_turn(sum(ep.done for ep in episodes), len(episodes))
-    finally:
-        for index, result in enumerate(results):  # never-run or interrupted: closed, recorded
+    def fail_all(self, exc: Exception) -> None:
+        """The agent failed: every live and waiting episode ends with an agent error."""
+        for i in [*self.live, *self.pending]:
+            self.episodes[i].fail("agent", exc)
+        self.each(self.finish, self.live)
+        self.live, self.pending = [], collections.deque()
+
+    def answer(
+        self,
+        replies: list[Any],
+        on_malformed: Literal["forward", "reprompt"],
+        budget: tuple[float, float | None, float | None],
+    ) -> None:
+        """Step each live episode with its reply (``budget``: the call's time and the turn and
+        episode limits)."""
+        took, turn_limit, episode_limit = budget
+
+        def reply_to(pair: tuple[int, Any], split: bool = False) -> Callable[[], None] | None:
+            ep, reply = self.episodes[pair[0]], pair[1]
+            ep.agent_s += took
+            over = _over_budget(took, ep.agent_s, turn_limit, episode_limit)
+            if over:
+                ep.fail("agent", AgentTimeout(over))
+            elif not isinstance(reply, str):
+                ep.fail("agent", TypeError(f"agent reply is {type(reply).__name__}, not str"))
+            else:
+                return ep.advance(reply, on_malformed, split)
+            return None
+
+        # Environments that can send a step and collect it later (sandboxed ones) get all
+        # their steps sent first, from this thread; the others step on the worker threads
+        # meanwhile; then the sent steps are collected. No thread waits on a worker.
+        pairs = list(zip(self.live, replies, strict=True))
+        halves = {i for i in self.live if _splits(self.episodes[i])}
+        collects = [c for c in (reply_to(p, split=True) for p in pairs if p[0] in halves) if c]
+        try:
+            self.each(reply_to, [p for p in pairs if p[0] not in halves])
+        finally:
+            for collect in collects:
+                collect()
+        self._retire()
+
+    def close(self) -> None:
+        """Never-run or interrupted episodes closed and recorded; the threads stopped."""
+        for index, result in enumerate(self.results):
             if result is None:
-                finish(index)
-        if executor is not None:
-            executor.shutdown(wait=True)
-    return [r for r in results if r is not None]
+                self.finish(index)
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
 
 
 def _splits(ep: _Episode) -> bool:
