@@ -253,31 +253,7 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None
         blocks = _TAG.findall(text)
         if blocks:
             return ToolCallParse("tool_calls", tuple(_parse_blocks(blocks, names)))
-        fenced = [b for b in _FENCE.findall(text) if b.strip()]
-        calls: list[ToolCall] = []
-        for block in fenced:
-            try:
-                obj = json.loads(block)
-            except json.JSONDecodeError:
-                continue
-            if _looks_like_call(obj):
-                calls += _parse_blocks([block], names)
-        if not calls:
-            for start, end in _json_objects(text):
-                try:
-                    obj = json.loads(text[start:end])
-                except json.JSONDecodeError:
-                    if re.match(r'\{\s*"(name|function)"', text[start:end]):
-                        raise _CallError(
-                            "malformed_json", "a tool call object is not valid JSON"
-                        ) from None
-                    continue
-                if isinstance(obj, Mapping) and isinstance(obj.get("tool_calls"), list):
-                    calls += [
-                        _to_call(item, names) for item in obj["tool_calls"]
-                    ]  # canonical action
-                elif _looks_like_call(obj):
-                    calls.append(_to_call(obj, names))
+        calls = _fenced_calls(text, names) or _object_calls(text, names)
         if not calls and names:
             for line in text.splitlines():
                 py = _python_call(line.strip().strip("`"), names)
@@ -288,6 +264,37 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]] | None = None
     except _CallError as exc:
         return ToolCallParse(exc.outcome, error=str(exc))
     return _final_or_nothing(text)
+
+
+def _fenced_calls(text: str, names: set[str] | None) -> list[ToolCall]:
+    """The calls written as JSON in fenced blocks."""
+    calls: list[ToolCall] = []
+    for block in (b for b in _FENCE.findall(text) if b.strip()):
+        try:
+            obj = json.loads(block)
+        except json.JSONDecodeError:
+            continue
+        if _looks_like_call(obj):
+            calls += _parse_blocks([block], names)
+    return calls
+
+
+def _object_calls(text: str, names: set[str] | None) -> list[ToolCall]:
+    """The calls written as bare JSON objects anywhere in the text (and the canonical
+    ``{"tool_calls": [...]}`` action)."""
+    calls: list[ToolCall] = []
+    for start, end in _json_objects(text):
+        try:
+            obj = json.loads(text[start:end])
+        except json.JSONDecodeError:
+            if re.match(r'\{\s*"(name|function)"', text[start:end]):
+                raise _CallError("malformed_json", "a tool call object is not valid JSON") from None
+            continue
+        if isinstance(obj, Mapping) and isinstance(obj.get("tool_calls"), list):
+            calls += [_to_call(item, names) for item in obj["tool_calls"]]  # canonical action
+        elif _looks_like_call(obj):
+            calls.append(_to_call(obj, names))
+    return calls
 
 
 def _final_or_nothing(text: str) -> ToolCallParse:
