@@ -133,55 +133,73 @@ def read_directory(path: Path, verify: bool = True) -> CorpusDirectory:
         raise CorpusError(
             f"{path}: no checksums.sha256; regenerate it (sha256sum format) or load with verify=False"
         )
-    sources: dict[str, str] = {}
-    for rec in records:
-        if not rec.file:
-            raise CorpusError(f"manifest.jsonl: record {rec.id!r} has no 'file' field")
-        problem = unsafe_file_problem(rec.file)
-        if problem:
-            raise CorpusError(f"manifest.jsonl: record {rec.id!r}: {problem}")
-        file = path / rec.file
-        if not file.is_file():
-            raise CorpusError(f"record {rec.id!r}: file {rec.file} is missing")
-        data = file.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        if verify:
-            if digest != rec.sha256:
-                raise ChecksumError(
-                    f"record {rec.id!r}: {rec.file} has SHA-256 {digest[:12]}…, manifest says {rec.sha256[:12]}…; "
-                    "the file was modified or truncated"
-                )
-            if checksums is None or rec.file not in checksums:
-                raise ChecksumError(
-                    f"record {rec.id!r}: {rec.file} is not listed in checksums.sha256"
-                )
-        try:
-            sources[rec.id] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise CorpusError(f"record {rec.id!r}: {rec.file} is not UTF-8 text") from None
+    sources = {rec.id: _record_source(path, rec, verify, checksums) for rec in records}
     if verify and checksums is not None:
-        for name, expected in checksums.items():
-            file = path / name
-            if not file.is_file():
-                raise ChecksumError(f"checksums.sha256 lists {name}, which is missing")
-            if hashlib.sha256(file.read_bytes()).hexdigest() != expected:
-                raise ChecksumError(
-                    f"{name}: SHA-256 does not match checksums.sha256; the file was modified or truncated"
-                )
-    validation: dict[str, dict[str, Any]] = {}
-    vfile = path / "validation_manifest.jsonl"
-    if vfile.is_file():
-        for number, row in enumerate(read_jsonl(vfile, "validation_manifest.jsonl"), 1):
-            if isinstance(row, dict) and "id" not in row and "game_id" in row:
-                row = {**row, "id": row["game_id"]}  # the released pools' field name
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                raise CorpusError(f"validation_manifest.jsonl line {number}: missing 'id'")
-            validation[row["id"]] = row
-    summary = None
-    sfile = path / "validation_summary.json"
-    if sfile.is_file():
-        try:
-            summary = json.loads(sfile.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"validation_summary.json: invalid JSON ({exc.msg})") from None
+        _verify_listed(path, checksums)
+    validation = _validation_rows(path / "validation_manifest.jsonl")
+    summary = _summary(path / "validation_summary.json")
     return CorpusDirectory(tuple(records), sources, validation, summary, released)
+
+
+def _record_source(
+    path: Path, rec: EnvRecord, verify: bool, checksums: dict[str, str] | None
+) -> str:
+    """One record's source text, its file checked (safe name, present, SHA-256, UTF-8)."""
+    if not rec.file:
+        raise CorpusError(f"manifest.jsonl: record {rec.id!r} has no 'file' field")
+    problem = unsafe_file_problem(rec.file)
+    if problem:
+        raise CorpusError(f"manifest.jsonl: record {rec.id!r}: {problem}")
+    file = path / rec.file
+    if not file.is_file():
+        raise CorpusError(f"record {rec.id!r}: file {rec.file} is missing")
+    data = file.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if verify:
+        if digest != rec.sha256:
+            raise ChecksumError(
+                f"record {rec.id!r}: {rec.file} has SHA-256 {digest[:12]}…, manifest says {rec.sha256[:12]}…; "
+                "the file was modified or truncated"
+            )
+        if checksums is None or rec.file not in checksums:
+            raise ChecksumError(f"record {rec.id!r}: {rec.file} is not listed in checksums.sha256")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorpusError(f"record {rec.id!r}: {rec.file} is not UTF-8 text") from None
+
+
+def _verify_listed(path: Path, checksums: dict[str, str]) -> None:
+    """Every file checksums.sha256 lists is present with its SHA-256."""
+    for name, expected in checksums.items():
+        file = path / name
+        if not file.is_file():
+            raise ChecksumError(f"checksums.sha256 lists {name}, which is missing")
+        if hashlib.sha256(file.read_bytes()).hexdigest() != expected:
+            raise ChecksumError(
+                f"{name}: SHA-256 does not match checksums.sha256; the file was modified or truncated"
+            )
+
+
+def _validation_rows(vfile: Path) -> dict[str, dict[str, Any]]:
+    """validation_manifest.jsonl by id (the released pools' ``game_id`` read as ``id``)."""
+    validation: dict[str, dict[str, Any]] = {}
+    if not vfile.is_file():
+        return validation
+    for number, row in enumerate(read_jsonl(vfile, "validation_manifest.jsonl"), 1):
+        if isinstance(row, dict) and "id" not in row and "game_id" in row:
+            row = {**row, "id": row["game_id"]}
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise CorpusError(f"validation_manifest.jsonl line {number}: missing 'id'")
+        validation[row["id"]] = row
+    return validation
+
+
+def _summary(sfile: Path) -> Any:
+    """validation_summary.json, or None when there is none."""
+    if not sfile.is_file():
+        return None
+    try:
+        return json.loads(sfile.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"validation_summary.json: invalid JSON ({exc.msg})") from None
