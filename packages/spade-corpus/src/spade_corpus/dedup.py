@@ -274,6 +274,23 @@ def find_duplicates(
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=RECALL_WEIGHTS)
     for env_id in representatives:
         lsh.insert(env_id, sketches[env_id])
+    edges = [
+        (env_id, other, similarity)
+        for env_id in representatives
+        for other in lsh.query(sketches[env_id])
+        if order[other] > order[env_id]
+        and (similarity := sketches[env_id].jaccard(sketches[other])) >= threshold
+    ]
+    clusters += _near_clusters(representatives, edges, order)
+    clusters.sort(key=lambda c: order[c.ids[0]])
+    return DedupReport(len(pairs), tuple(clusters), threshold, num_perm, shingle_size, seed)
+
+
+def _near_clusters(
+    representatives: list[str], edges: list[tuple[str, str, float]], order: dict[str, int]
+) -> list[DuplicateCluster]:
+    """The connected components of the near-duplicate ``edges`` (union-find; a component's
+    root is always its first member), each with its weakest edge's similarity."""
     parent = {i: i for i in representatives}
 
     def root(i: str) -> str:
@@ -282,14 +299,7 @@ def find_duplicates(
             i = parent[i]
         return i
 
-    edges = []
-    for env_id in representatives:
-        for other in lsh.query(sketches[env_id]):
-            if order[other] > order[env_id]:
-                similarity = sketches[env_id].jaccard(sketches[other])
-                if similarity >= threshold:
-                    edges.append((env_id, other, similarity))
-    for a, b, _ in edges:  # the root of a component is always its first member
+    for a, b, _ in edges:
         a, b = root(a), root(b)
         if a != b:
             first, second = sorted((a, b), key=order.__getitem__)
@@ -300,13 +310,11 @@ def find_duplicates(
     weakest: dict[str, float] = {}
     for a, _, similarity in edges:
         weakest[root(a)] = min(similarity, weakest.get(root(a), 1.0))
-    clusters += [
+    return [
         DuplicateCluster(tuple(ids), "near", weakest[r])
         for r, ids in components.items()
         if len(ids) > 1
     ]
-    clusters.sort(key=lambda c: order[c.ids[0]])
-    return DedupReport(len(pairs), tuple(clusters), threshold, num_perm, shingle_size, seed)
 
 
 def drop_duplicates(corpus: se.Corpus, report: DedupReport) -> se.Corpus:
