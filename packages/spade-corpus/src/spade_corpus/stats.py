@@ -112,12 +112,27 @@ def write_stats_chart(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     fig, (skills_ax, sizes_ax, valid_ax) = plt.subplots(
         1, 3, figsize=(15, 4.8), constrained_layout=True
     )
     fig.suptitle(f"{Path(stats['path']).name}: {stats['total']} environments", fontsize=14)
+
+    _skills_panel(skills_ax, stats)
+    _sizes_panel(sizes_ax, corpus, stats)
+    _validation_panel(valid_ax, stats["validation"])
+
+    target = Path(path)
+    try:
+        with atomic_output(target) as temp:
+            fig.savefig(temp, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    return target
+
+
+def _skills_panel(skills_ax: Any, stats: dict[str, Any]) -> None:
+    from matplotlib.ticker import MaxNLocator
 
     skills = list(stats["by_skill"])
     counts = [stats["by_skill"][s] for s in skills]
@@ -128,6 +143,10 @@ def write_stats_chart(
     skills_ax.tick_params(axis="x", rotation=30)
     skills_ax.set_ylim(0, max(counts or [1]) * 1.15)
     skills_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _sizes_panel(sizes_ax: Any, corpus: se.Corpus, stats: dict[str, Any]) -> None:
+    from matplotlib.ticker import MaxNLocator
 
     sizes = [len(corpus.sources[r.id]) / 1000 for r in corpus.records]
     sizes_ax.hist(sizes, bins=min(20, max(1, len(sizes))), color="#55A868", edgecolor="white")
@@ -145,7 +164,8 @@ def write_stats_chart(
     sizes_ax.set_ylabel("environments")
     sizes_ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
-    validation = stats["validation"]
+
+def _validation_panel(valid_ax: Any, validation: dict[str, Any]) -> None:
     if validation["rows"]:
         labels = ["valid", *validation["by_reason"]]
         values = [validation["valid"], *validation["by_reason"].values()]
@@ -161,14 +181,6 @@ def write_stats_chart(
         valid_ax.text(0.5, 0.5, "no validation manifest", ha="center", va="center", fontsize=12)
         valid_ax.set_axis_off()
         valid_ax.set_title("Validation")
-
-    target = Path(path)
-    try:
-        with atomic_output(target) as temp:
-            fig.savefig(temp, format="png", dpi=110)
-    finally:
-        plt.close(fig)
-    return target
 
 
 def _print_text(stats: dict[str, Any]) -> None:
