@@ -132,7 +132,7 @@ def policy_loss(
     mask = mask.to(logprobs.dtype)
     if advantages.dim() == 1:
         advantages = advantages[:, None].expand_as(logprobs)
-    tis = None
+    tis = raw_weight = None
     base = old_logprobs
     if tis_clip is not None:
         base = logprobs.detach() if proximal_logprobs is None else proximal_logprobs
@@ -149,27 +149,47 @@ def policy_loss(
         per_token = per_token + kl_coef * (torch.exp(delta) - delta - 1.0)
     if entropy_coef and entropy is not None:
         per_token = per_token - entropy_coef * entropy
+    loss = _aggregate(per_token, mask, aggregation, normalizer)
+    metrics = _metrics(ratio, clipped, logprobs, base, mask, entropy, tis, raw_weight)
+    return loss, metrics
+
+
+def _aggregate(
+    per_token: torch.Tensor, mask: torch.Tensor, aggregation: str, normalizer: float | None
+) -> torch.Tensor:
+    """The summed token loss over the batch's tokens (``token-mean``) or the mean of each
+    sequence's token mean (``seq-mean-token-mean``); ``normalizer`` replaces the count."""
     if aggregation == "token-mean":
         denom = normalizer if normalizer is not None else mask.sum().clamp(min=1.0)
-        loss = (per_token * mask).sum() / denom
-    elif aggregation == "seq-mean-token-mean":
+        return (per_token * mask).sum() / denom
+    if aggregation == "seq-mean-token-mean":
         per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        loss = per_seq.sum() / (normalizer if normalizer is not None else per_seq.numel())
-    else:
-        raise ValueError(
-            f"unknown aggregation {aggregation!r}; use token-mean or seq-mean-token-mean"
-        )
-    with torch.no_grad():
-        n = mask.sum().clamp(min=1.0)
-        was_clipped = ((ratio - clipped).abs() > 1e-9).to(mask.dtype) * mask
-        metrics = {
-            "clip_frac": float(was_clipped.sum() / n),
-            "approx_kl": float((((ratio - 1) - (logprobs - base)) * mask).sum() / n),
-            "ratio_mean": float((ratio * mask).sum() / n),
-        }
-        if entropy is not None:
-            metrics["entropy"] = float((entropy * mask).sum() / n)
-        if tis is not None:
-            metrics["tis_mean"] = float((tis * mask).sum() / n)
-            metrics["tis_clipfrac"] = float(((tis != raw_weight).to(mask.dtype) * mask).sum() / n)
-    return loss, metrics
+        return per_seq.sum() / (normalizer if normalizer is not None else per_seq.numel())
+    raise ValueError(f"unknown aggregation {aggregation!r}; use token-mean or seq-mean-token-mean")
+
+
+@torch.no_grad()
+def _metrics(
+    ratio: torch.Tensor,
+    clipped: torch.Tensor,
+    logprobs: torch.Tensor,
+    base: torch.Tensor,
+    mask: torch.Tensor,
+    entropy: torch.Tensor | None,
+    tis: torch.Tensor | None,
+    raw_weight: torch.Tensor | None,
+) -> dict[str, float]:
+    """Clip fraction, approximate KL, mean ratio, and entropy and TIS statistics when on."""
+    n = mask.sum().clamp(min=1.0)
+    was_clipped = ((ratio - clipped).abs() > 1e-9).to(mask.dtype) * mask
+    metrics = {
+        "clip_frac": float(was_clipped.sum() / n),
+        "approx_kl": float((((ratio - 1) - (logprobs - base)) * mask).sum() / n),
+        "ratio_mean": float((ratio * mask).sum() / n),
+    }
+    if entropy is not None:
+        metrics["entropy"] = float((entropy * mask).sum() / n)
+    if tis is not None and raw_weight is not None:
+        metrics["tis_mean"] = float((tis * mask).sum() / n)
+        metrics["tis_clipfrac"] = float(((tis != raw_weight).to(mask.dtype) * mask).sum() / n)
+    return metrics
