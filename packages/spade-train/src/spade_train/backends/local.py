@@ -26,6 +26,7 @@ from transformers.generation.utils import GenerateDecoderOnlyOutput
 from spade_train.backends.blas import prefer_mkl_cnr
 from spade_train.backends.kv_cache import new_cache
 from spade_train.backends.kv_reuse import Hit, PrefixStore, batch_cache, layout, split_rows
+from spade_train.backends.local_parts import Tick, role_metrics, trainable
 from spade_train.backends.render import render_prompt
 from spade_train.backends.shared_prefill import distinct_rows, shared_prefill
 from spade_train.backends.stops import BalancedStop, first_stop
@@ -46,19 +47,6 @@ def trainer_state_path(policy_dir: Path) -> Path:
 
 # transformers 5 renamed generate's ``past_key_values`` (argument and output field) ``cache``
 _CACHE = "cache" if "cache" in GenerateDecoderOnlyOutput.__dataclass_fields__ else "past_key_values"
-
-
-class _Tick(StoppingCriteria):
-    """Never stops generation: lets the thread governor re-judge between decoding steps."""
-
-    def __init__(self, governor: ThreadGovernor):
-        self.governor = governor
-
-    def __call__(
-        self, input_ids: torch.Tensor, scores: torch.Tensor, **kwargs: Any
-    ) -> torch.Tensor:
-        self.governor.tick()
-        return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
 
 class LocalBackend:
@@ -105,19 +93,7 @@ class LocalBackend:
         self.tis_clip, self.tis_clip_low = tis_clip, tis_clip_low
         self.model, self.tokenizer = load_policy(model, device, dtype)
         self.device = next(self.model.parameters()).device
-        self.ref_model = None
-        if lora:
-            from peft import LoraConfig, get_peft_model
-
-            options = dict(lora)
-            options.setdefault("r", 8)
-            options["lora_alpha"] = options.pop("alpha", options.get("lora_alpha", 16))
-            options.setdefault("target_modules", ["q_proj", "k_proj", "v_proj", "o_proj"])
-            self.model = get_peft_model(self.model, LoraConfig(task_type="CAUSAL_LM", **options))
-        elif kl_coef:
-            import copy
-
-            self.ref_model = copy.deepcopy(self.model).eval().requires_grad_(False)
+        self.model, self.ref_model = trainable(self.model, lora, kl_coef)
         if gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -185,25 +161,7 @@ class LocalBackend:
             hits = [self.prefixes.take(p) for p in prompts]
         input_ids, attention, reused_width = layout(prompts, hits, self.pad_id)
         width = input_ids.shape[1]
-        sampling = params.temperature > 0
-        kwargs: dict[str, Any] = {
-            "max_new_tokens": params.max_new_tokens,
-            "do_sample": sampling,
-            "eos_token_id": self.eos_id,
-            "pad_token_id": self.pad_id,
-            "output_logits": True,
-            "return_dict_in_generate": True,
-        }
-        if sampling:
-            kwargs.update(
-                sampling_options(params.temperature, params.top_p, params.top_k, self.device.type)
-            )
-        criteria: list[StoppingCriteria] = [_Tick(self.governor)]
-        if params.stop and params.balanced_stop:
-            criteria.append(BalancedStop(self._decode, params.stop, width))
-        elif params.stop:
-            kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
-        kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
+        kwargs = self._generate_options(params, width)
         kv = None
         if reused_width:
             like = next(h for h in hits if h is not None).kv
@@ -230,25 +188,7 @@ class LocalBackend:
         generations = []
         for row, ids in enumerate(prompts):
             tokens = sequences[row].tolist()
-            finish: Literal["stop", "length"] = "length"
-            end = len(tokens)
-            for k, t in enumerate(tokens):
-                if t == self.eos_id:
-                    end, finish = k + 1, "stop"
-                    break
-            if params.stop:
-                # the row ends with the token that completes a stop string (generate pads the
-                # rest of a stopped row); "contains a stop" only grows with k: bisect for it
-                def stops(k: int, tokens: list[int] = tokens) -> bool:
-                    text = self._decode(tokens[:k])
-                    return first_stop(text, params.stop, params.balanced_stop) is not None
-
-                if stops(end):
-                    lo, hi = 1, end
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        lo, hi = (lo, mid) if stops(mid) else (mid + 1, hi)
-                    end, finish = lo, "stop"
+            end, finish = self._row_end(tokens, params)
             completion = tokens[:end]
             text = self._decode(completion)
             lp = logps[row, : len(completion)].tolist()
@@ -259,6 +199,54 @@ class LocalBackend:
             for g, n, kv in zip(generations, lengths, rows, strict=True):
                 self.prefixes.keep(g.prompt_ids + g.completion_ids[:n], kv)
         return generations
+
+    def _generate_options(self, params: SamplingParams, width: int) -> dict[str, Any]:
+        """``generate``'s keyword arguments for ``params`` (prompts padded to ``width``)."""
+        sampling = params.temperature > 0
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": params.max_new_tokens,
+            "do_sample": sampling,
+            "eos_token_id": self.eos_id,
+            "pad_token_id": self.pad_id,
+            "output_logits": True,
+            "return_dict_in_generate": True,
+        }
+        if sampling:
+            kwargs.update(
+                sampling_options(params.temperature, params.top_p, params.top_k, self.device.type)
+            )
+        criteria: list[StoppingCriteria] = [Tick(self.governor)]
+        if params.stop and params.balanced_stop:
+            criteria.append(BalancedStop(self._decode, params.stop, width))
+        elif params.stop:
+            kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        kwargs["stopping_criteria"] = StoppingCriteriaList(criteria)
+        return kwargs
+
+    def _row_end(
+        self, tokens: list[int], params: SamplingParams
+    ) -> tuple[int, Literal["stop", "length"]]:
+        """Where a generated row ends (after EOS or the token completing a stop string) and why."""
+        finish: Literal["stop", "length"] = "length"
+        end = len(tokens)
+        for k, t in enumerate(tokens):
+            if t == self.eos_id:
+                end, finish = k + 1, "stop"
+                break
+        if params.stop:
+            # the row ends with the token that completes a stop string (generate pads the
+            # rest of a stopped row); "contains a stop" only grows with k: bisect for it
+            def stops(k: int) -> bool:
+                text = self._decode(tokens[:k])
+                return first_stop(text, params.stop, params.balanced_stop) is not None
+
+            if stops(end):
+                lo, hi = 1, end
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    lo, hi = (lo, mid) if stops(mid) else (mid + 1, hi)
+                end, finish = lo, "stop"
+        return end, finish
 
     def _count_prompt_tokens(
         self, prompts: list[list[int]], hits: list[Hit | None], fed_width: int
@@ -347,31 +335,10 @@ class LocalBackend:
         )
         for part, head in [*shared, *((p, 0) for p in self._micro_batches(rest))]:
             self.governor.tick()
-            ids, attention, mask, old, adv = self._batch(part)
-            trained_at = mask > 0  # the loss reads log-probs only where the mask is 1
-            logp, entropy = token_logprobs(self.model, ids, attention, trained_at, head)
-            ref = None
-            if self.ref_model is not None:
-                with torch.no_grad():
-                    ref, _ = token_logprobs(self.ref_model, ids, attention, trained_at, head)
-            loss, metrics = policy_loss(
-                logp,
-                old,
-                adv,
-                mask,
-                clip_eps=self.clip_eps,
-                clip_eps_high=self.clip_eps_high,
-                ref_logprobs=ref,
-                kl_coef=self.kl_coef,
-                entropy=entropy,
-                entropy_coef=self.entropy_coef,
-                normalizer=normalizer,
-                tis_clip=self.tis_clip,
-                tis_clip_low=self.tis_clip_low,
-            )
+            loss, metrics, tokens = self._micro_step(part, head, normalizer)
             loss.backward()
             loss_sum += float(loss.detach())
-            weight = float(mask.sum()) / trained_tokens  # metrics: means over trained tokens
+            weight = tokens / trained_tokens  # metrics: means over trained tokens
             for key in sums:
                 sums[key] += metrics.get(key, 0.0) * weight
         params = [p for p in self.model.parameters() if p.requires_grad]
@@ -394,13 +361,35 @@ class LocalBackend:
             **{f"sys/prompt_tokens_{k}": float(v) for k, v in self.prompt_tokens.items()},
         }
         self.prompt_tokens = dict.fromkeys(self.prompt_tokens, 0)
-        for role in ("agent", "designer"):
-            mine = [s for s in samples if s.role == role]
-            out[f"{role}/tokens"] = float(sum(sum(s.loss_mask) for s in mine))
-            out[f"{role}/advantage_mean"] = (
-                sum(s.advantage for s in mine) / len(mine) if mine else 0.0
-            )
-        return out
+        return {**out, **role_metrics(samples)}
+
+    def _micro_step(
+        self, part: list[TrainSample], head: int, normalizer: float
+    ) -> tuple[torch.Tensor, dict[str, float], float]:
+        """One micro-batch's loss (not yet backpropagated), its metrics and trained tokens."""
+        ids, attention, mask, old, adv = self._batch(part)
+        trained_at = mask > 0  # the loss reads log-probs only where the mask is 1
+        logp, entropy = token_logprobs(self.model, ids, attention, trained_at, head)
+        ref = None
+        if self.ref_model is not None:
+            with torch.no_grad():
+                ref, _ = token_logprobs(self.ref_model, ids, attention, trained_at, head)
+        loss, metrics = policy_loss(
+            logp,
+            old,
+            adv,
+            mask,
+            clip_eps=self.clip_eps,
+            clip_eps_high=self.clip_eps_high,
+            ref_logprobs=ref,
+            kl_coef=self.kl_coef,
+            entropy=entropy,
+            entropy_coef=self.entropy_coef,
+            normalizer=normalizer,
+            tis_clip=self.tis_clip,
+            tis_clip_low=self.tis_clip_low,
+        )
+        return loss, metrics, float(mask.sum())
 
     # -- checkpoints ------------------------------------------------------------------------
     def save(self, path: Path) -> None:
