@@ -87,11 +87,14 @@ from .corpus_files import (
     unsafe_file_problem,
     write_corpus,
 )
+from .endpoint import Endpoint, normalise_base_url
 from .errors import (
     AgentTimeout,
     ChecksumError,
     ContractError,
     CorpusError,
+    EndpointError,
+    EndpointUnavailableError,
     Evidence,
     FetchError,
     GemUnavailableError,
@@ -195,6 +198,11 @@ __all__ = [
     "RandomAgent",
     "ReplayAgent",
     "OpenAIChatAgent",
+    # OpenAI-compatible endpoints
+    "Endpoint",
+    "EndpointError",
+    "EndpointUnavailableError",
+    "normalise_base_url",
     "DEFAULT_SYSTEM_PROMPT",
     "FORMAT_REMINDER",
     "RandomToolAgent",

@@ -5,15 +5,13 @@ chat endpoint."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .chat import Message
+from .endpoint import Endpoint
 
 __all__ = ["RandomAgent", "ReplayAgent", "OpenAIChatAgent", "RandomToolAgent"]
 
@@ -53,11 +51,12 @@ class ReplayAgent:
 
 
 class OpenAIChatAgent:
-    """An agent backed by an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+    """An agent backed by an OpenAI-compatible chat endpoint (:class:`spade_envs.Endpoint`).
 
-    ``base_url`` is the server root or its ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``). No API
-    key is needed for local servers; ``api_key`` defaults to ``$OPENAI_API_KEY`` when set.
-    Retries with exponential backoff on connection errors, timeouts and 5xx/429 answers.
+    ``base_url`` is the server root or its ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``); the key
+    is ``api_key``, else ``$OPENAI_API_KEY``, else ``EMPTY`` (local servers need none). The SDK
+    retries connection errors, timeouts and 429/5xx answers ``retries`` times; a call that
+    fails for good raises :class:`~spade_envs.EndpointError` (the episode's agent error).
     """
 
     def __init__(
@@ -70,58 +69,28 @@ class OpenAIChatAgent:
         max_tokens: int = 512,
         timeout_s: float = 60.0,
         retries: int = 3,
-        backoff_s: float = 0.5,
         concurrency: int = 8,
     ):
-        base = base_url.rstrip("/")
-        self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
-        self.model = model
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.endpoint = Endpoint(
+            base_url,
+            model,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            max_retries=retries,
+            concurrency=concurrency,
+        )
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
-        self.concurrency = concurrency
 
     def __call__(self, messages: list[Message]) -> str:
-        import urllib.error
-        import urllib.request
-
-        body = json.dumps(
-            {
-                "model": self.model,
-                "messages": messages,
-                "temperature": self.temperature,
-                "max_tokens": self.max_tokens,
-            }
-        ).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last: Exception | None = None
-        for attempt in range(self.retries + 1):
-            request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                    data = json.loads(response.read())
-                return data["choices"][0]["message"]["content"] or ""
-            except urllib.error.HTTPError as exc:
-                if exc.code < 500 and exc.code != 429:
-                    raise RuntimeError(
-                        f"{self.url} answered HTTP {exc.code}: {exc.read()[:200]!r}"
-                    ) from None
-                last = exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last = exc
-            except (KeyError, IndexError, json.JSONDecodeError) as exc:
-                raise RuntimeError(f"{self.url} returned an unexpected body: {exc}") from None
-            if attempt < self.retries:
-                time.sleep(self.backoff_s * 2**attempt)
-        raise RuntimeError(f"{self.url} failed after {self.retries + 1} attempts: {last}")
+        return self.endpoint.complete(
+            messages, temperature=self.temperature, max_tokens=self.max_tokens
+        )
 
     def batch(self, batch: list[list[Message]]) -> list[str]:
         """Reply to many chats concurrently (up to ``concurrency`` requests in flight)."""
-
-        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(batch)))) as pool:
-            return list(pool.map(self, batch))
+        return self.endpoint.complete_many(
+            batch, temperature=self.temperature, max_tokens=self.max_tokens
+        )
 
 
 class RandomToolAgent:

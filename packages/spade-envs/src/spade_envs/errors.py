@@ -22,6 +22,8 @@ __all__ = [
     "HubUnavailableError",
     "FetchError",
     "RegistryError",
+    "EndpointError",
+    "EndpointUnavailableError",
 ]
 
 
@@ -116,3 +118,15 @@ class RegistryError(SpadeEnvsError, ValueError):
     not hold what its registry takes (:class:`spade_envs.plugins.Registry`, the one registry
     every SPADE package uses: rewards, advantage estimators, backends, environment sources,
     evaluation suites)."""
+
+
+class EndpointError(SpadeEnvsError, RuntimeError):
+    """A call to an OpenAI-compatible endpoint failed for good (:class:`spade_envs.Endpoint`):
+    refused, timed out or answered 429/5xx through every retry, answered another HTTP error, or
+    returned something that is not a chat completion. The message is one line naming the URL
+    and the cause."""
+
+
+class EndpointUnavailableError(SpadeEnvsError, ImportError):
+    """An OpenAI-compatible endpoint was asked for but the ``openai`` SDK is not installed
+    (``pip install 'spade-envs[endpoint]'``)."""

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import httpx
+import spade_envs as se
 
 from .errors import EvalConfigError, ModelError
 
@@ -26,10 +25,13 @@ class ModelClient(Protocol):
 
 
 class OpenAIClient:
-    """An OpenAI-compatible endpoint (``POST {base_url}/v1/chat/completions``).
+    """An OpenAI-compatible endpoint through :class:`spade_envs.Endpoint` (the official SDK).
 
-    At most ``concurrency`` requests are in flight; each has ``timeout_s``; 5xx, 429, timeouts
-    and connection errors are retried ``max_retries`` times, waiting ``backoff_s * 2**attempt``.
+    ``base_url`` is the server root or its ``/v1``; ``self.base_url`` is the normalised
+    ``.../v1`` that the external suites hand to their harnesses. At most ``concurrency``
+    requests are in flight; each HTTP attempt has ``timeout_s``; connection errors, timeouts,
+    429 and 5xx are retried ``max_retries`` times with the SDK's backoff. ``requests`` counts
+    the HTTP attempts, retries included.
     """
 
     def __init__(
@@ -40,67 +42,37 @@ class OpenAIClient:
         concurrency: int = 16,
         timeout_s: float = 60.0,
         max_retries: int = 4,
-        backoff_s: float = 0.5,
     ) -> None:
         if concurrency < 1:
             raise EvalConfigError(f"concurrency must be at least 1, got {concurrency}")
-        self.base_url = base_url.rstrip("/").removesuffix("/v1")
+        if max_retries < 0 or timeout_s <= 0:
+            raise EvalConfigError(
+                f"max retries must be >= 0 and the timeout > 0, got {max_retries}, {timeout_s}"
+            )
+        try:
+            self.endpoint = se.Endpoint(
+                base_url, model, api_key=api_key, timeout_s=timeout_s,
+                max_retries=max_retries, concurrency=concurrency,
+            )  # fmt: skip
+        except se.EndpointError as exc:
+            raise EvalConfigError(str(exc)) from None
+        self.base_url = self.endpoint.base_url
         self.name = model
-        self.api_key = api_key
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.requests = 0
 
-    async def _one(self, http: httpx.AsyncClient, chat: Chat, sampling: dict[str, Any]) -> str:
-        body = {"model": self.name, "messages": chat, **sampling}
-        url = f"{self.base_url}/v1/chat/completions"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
-            self.requests += 1
-            try:
-                resp = await http.post(url, json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                last = type(exc).__name__
-                continue
-            if resp.status_code == 429 or resp.status_code >= 500:
-                last = f"HTTP {resp.status_code}"
-                continue
-            if resp.status_code != 200:
-                raise ModelError(f"{url}: HTTP {resp.status_code}: {resp.text[:200]}")
-            try:
-                return resp.json()["choices"][0]["message"]["content"] or ""
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise ModelError(f"{url}: not a chat completion: {resp.text[:200]}") from None
-        raise ModelError(f"{url}: failed after {self.max_retries + 1} attempts (last: {last})")
-
-    async def acomplete(self, batch: list[Chat], sampling: dict[str, Any]) -> list[str]:
-        """Async ``complete``: ``concurrency`` lanes, each with its own one-connection client.
-
-        One pool per lane because httpcore's shared pool costs O(connections x requests) per
-        event, which made 64 concurrent requests slower than 16.
-        """
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        replies: list[str] = [""] * len(batch)
-        todo = iter(range(len(batch)))
-
-        async def lane() -> None:
-            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            async with httpx.AsyncClient(
-                timeout=self.timeout_s, headers=headers, limits=limits
-            ) as http:
-                for i in todo:
-                    replies[i] = await self._one(http, batch[i], sampling)
-
-        await asyncio.gather(*(lane() for _ in range(min(self.concurrency, len(batch)))))
-        return replies
+    @property
+    def requests(self) -> int:
+        """HTTP attempts sent so far, retries included."""
+        return self.endpoint.requests
 
     def complete(self, batch: list[Chat], sampling: dict[str, Any]) -> list[str]:
         """Replies to ``batch`` in order; raises ModelError when a request fails for good."""
-        return asyncio.run(self.acomplete(batch, sampling))
+        try:
+            return self.endpoint.complete_many(batch, **sampling)  # type: ignore[arg-type]
+        except se.EndpointError as exc:
+            raise ModelError(str(exc)) from None
 
 
 class CallableClient:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import spade_envs as se
+
 from .errors import EvalConfigError, SpadeEvalError
 from .models import HFClient, ModelClient, OpenAIClient
 from .policy import scalar_metrics
@@ -111,12 +113,20 @@ def make_client(args: argparse.Namespace) -> ModelClient:
     return HFClient(args.model, batch_size=args.batch_size)
 
 
+def user_base_url(url: str) -> str:
+    """``--user-base-url`` as the endpoint convention has it (root or ``/v1`` → ``.../v1``)."""
+    try:
+        return se.normalise_base_url(url)
+    except se.EndpointError as exc:
+        raise EvalConfigError(f"--user-base-url {exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; errors print one line and exit 2."""
     args = parser().parse_args(argv)
-    if args.user_base_url:
-        os.environ["SPADE_USER_BASE_URL"] = args.user_base_url
     try:
+        if args.user_base_url:  # the user simulator's server, normalised to its .../v1
+            os.environ["SPADE_USER_BASE_URL"] = user_base_url(args.user_base_url)
         config = load_config(args.config)
         suites = [s.strip() for s in args.suites.split(",") if s.strip()] if args.suites else None
         if args.ckpt:

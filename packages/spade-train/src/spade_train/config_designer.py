@@ -78,7 +78,8 @@ class LLMValidatorConfig(Strict):
     """``policy``: the policy itself through the backend (inference only); ``endpoint``: an
     OpenAI-compatible chat-completions server."""
     endpoint: str | None = None
-    """Base URL of the server, up to and including ``/v1`` (``{endpoint}/chat/completions``)."""
+    """The server's base URL: its root or its ``/v1`` (:class:`spade_envs.Endpoint`'s one
+    convention)."""
     model: str | None = None
     """``judge: endpoint``: the model the server is asked for."""
     api_key_env: str = "OPENAI_API_KEY"
@@ -160,8 +161,8 @@ class DesignerConfig(Strict):
     released code's way: untrained, low temperature, retried), the designer's own reply (its
     tokens then carry the designer's advantage), or an OpenAI-compatible endpoint."""
     hint_endpoint: str | None = None
-    """``hint_source: endpoint``: the OpenAI-compatible server's base URL
-    (``{endpoint}/v1/chat/completions``)."""
+    """``hint_source: endpoint``: the OpenAI-compatible server's base URL, its root or its
+    ``/v1`` (:class:`spade_envs.Endpoint`'s one convention)."""
     hint_model: str | None = None
     """``hint_source: endpoint``: the model the server is asked for."""
     hint_api_key_env: str = "OPENAI_API_KEY"
@@ -169,7 +170,8 @@ class DesignerConfig(Strict):
     hint_temperature: float = Field(0.3, ge=0.0)
     """Sampling temperature of the hint pass."""
     hint_retries: int = Field(3, ge=1, le=MAX_COUNT)
-    """Tries per hint (a reply with no hint, or a failed endpoint call, is tried again)."""
+    """Tries per hint (a reply with no hint, or an endpoint call that failed after the SDK's own
+    retries, is asked again)."""
     hint_timeout_s: float = Field(120.0, gt=0.0)
     """Per endpoint call; a design whose hint never came is rejected as ``missing_hint``."""
     grounding: GroundingConfig = Field(default_factory=GroundingConfig)

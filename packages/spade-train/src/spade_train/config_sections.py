@@ -356,7 +356,8 @@ class FixedModelEvalConfig(Strict):
     every: int = Field(0, ge=0, le=MAX_COUNT)
     """Cycles between evaluations (0: never; upstream's Tinker launchers: 16)."""
     endpoint: str = "https://api.openai.com/v1"
-    """An OpenAI-compatible server, up to and including ``/v1``."""
+    """An OpenAI-compatible server: its root or its ``/v1`` (:class:`spade_envs.Endpoint`'s one
+    convention)."""
     model: str = "gpt-5-mini"
     """The model the server is asked for."""
     api_key_env: str = "OPENAI_API_KEY"

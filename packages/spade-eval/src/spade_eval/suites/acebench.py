@@ -23,6 +23,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import spade_envs as se
+
 from ..errors import EvalDataError, SpadeEvalError, SuiteSkipped
 from . import DataNeed, Item, Score, suite_config
 from .acebench_launch import LAUNCHER
@@ -169,10 +171,10 @@ def run_external(
     work_dir.mkdir(parents=True, exist_ok=True)
     working_copy(root, copy, categories, cfg["limit"])
     (copy / "spade_launch_generate.py").write_text(LAUNCHER, encoding="utf-8")
-    env = {**os.environ, "SPADE_ACE_LABEL": LABEL, "SPADE_ACE_AGENT_URL": f"{base_url}/v1",
+    env = {**os.environ, "SPADE_ACE_LABEL": LABEL, "SPADE_ACE_AGENT_URL": base_url,
            "SPADE_ACE_SERVED_MODEL": getattr(client, "name", "default"),
            "SPADE_ACE_CATEGORIES": ",".join(categories),
-           "SPADE_ACE_USER_URL": f"{user_url.rstrip('/').removesuffix('/v1')}/v1" if user_url else "",
+           "SPADE_ACE_USER_URL": se.normalise_base_url(user_url) if user_url else "",
            "SPADE_ACE_USER_KEY": os.environ.get("SPADE_USER_API_KEY", "")}  # fmt: skip
     gen = [str(python()), "spade_launch_generate.py", "--model", LABEL, "--category",
            "spade_selected", "--language", "en",

@@ -26,6 +26,7 @@ import os
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import EvalDataError, SpadeEvalError, SuiteSkipped
 from . import DataNeed, Item, Score, suite_config
@@ -158,9 +159,10 @@ def run_external(
     handle = os.environ.get("BFCL_MODEL_HANDLE") or cfg["model_handle"] or DEFAULT_HANDLE
     project = (work_dir / "bfcl_project").resolve()
     project.mkdir(parents=True, exist_ok=True)
-    host, _, port = base_url.split("://", 1)[-1].rstrip("/").partition(":")
-    env = {**os.environ, "BFCL_PROJECT_ROOT": str(project), "LOCAL_SERVER_ENDPOINT": host,
-           "LOCAL_SERVER_PORT": port or "80"}  # fmt: skip
+    server = urlsplit(base_url)  # bfcl-eval takes the server's host and port, not a URL
+    env = {**os.environ, "BFCL_PROJECT_ROOT": str(project),
+           "LOCAL_SERVER_ENDPOINT": server.hostname or "127.0.0.1",
+           "LOCAL_SERVER_PORT": str(server.port or 80)}  # fmt: skip
     gen = ["generate", "--model", handle, "--test-category", ",".join(categories),
            "--num-threads", str(cfg["num_threads"]),
            "--temperature", str(sampling.get("temperature", 0.001)),

@@ -5,7 +5,7 @@ Code and data: tau2-bench is not on PyPI; its environment (``$TAU2_PYTHON``, def
 CLONE`` (Python 3.12+), and the domains are read from ``$TAU2_DATA_DIR`` (the clone's
 ``data`` directory: ``tau2/domains/<domain>/tasks.json``, ``split_tasks.json``, db files). The
 suite runs tau2's own ``run`` command per domain with the evaluated endpoint as the agent
-(``openai/<served name>`` at ``<base_url>/v1``, sampling from the suite's ``sampling``) and
+(``openai/<served name>`` at the client's ``base_url``, ``.../v1``; sampling from the suite's ``sampling``) and
 ``--user-base-url`` as the user simulator (model ``user_llm``, key ``SPADE_USER_API_KEY``);
 tau2's natural-language assertion judge is sent to the same user endpoint. Without a user
 endpoint the suite is skipped with that reason. Results are tau2's ``results.json`` per
@@ -23,6 +23,8 @@ import os
 import subprocess
 from pathlib import Path
 from typing import Any
+
+import spade_envs as se
 
 from ..errors import EvalDataError, SpadeEvalError, SuiteSkipped
 from . import DataNeed, Item, Score, suite_config
@@ -142,11 +144,11 @@ def run_external(
         raise EvalDataError(f"missing {python()}; {SETUP}")
     work_dir.mkdir(parents=True, exist_ok=True)
     (work_dir / "tau2_launch.py").write_text(LAUNCHER, encoding="utf-8")
-    agent_args = {"api_base": f"{base_url}/v1", "api_key": "EMPTY"}
+    agent_args = {"api_base": base_url, "api_key": "EMPTY"}
     agent_args |= {
         k: sampling[k] for k in ("temperature", "top_p", "top_k", "max_tokens") if k in sampling
     }
-    user_args = {"api_base": f"{user_url.rstrip('/').removesuffix('/v1')}/v1",
+    user_args = {"api_base": se.normalise_base_url(user_url),
                  "api_key": os.environ.get("SPADE_USER_API_KEY") or "EMPTY"}  # fmt: skip
     env = {**os.environ, "TAU2_DATA_DIR": str(root), "SPADE_TAU2_USER_MODEL": cfg["user_llm"],
            "SPADE_TAU2_USER_ARGS": json.dumps(user_args)}  # fmt: skip

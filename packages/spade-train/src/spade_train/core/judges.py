@@ -9,7 +9,6 @@ never stops a run; the caller counts those results.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -180,28 +179,19 @@ def endpoint_replies(
     max_tokens: int,
     timeout_s: float,
 ) -> list[str | BaseException]:
-    """One reply per conversation from ``{base_url}/chat/completions``; a failed call gives its
-    exception in that place (connection refused, HTTP error, a malformed body)."""
-    import httpx
-
-    key = os.environ.get(api_key_env)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    out: list[str | BaseException] = []
-    with httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout_s, headers=headers) as c:
-        for messages in conversations:
-            body = {
-                "model": model,
-                "messages": list(messages),
-                "temperature": temperature,
-                "max_tokens": max_tokens,
-            }
-            try:
-                r = c.post("/chat/completions", json=body)
-                r.raise_for_status()
-                out.append(str(r.json()["choices"][0]["message"]["content"] or ""))
-            except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
-                out.append(exc)
-    return out
+    """One reply per conversation from the OpenAI-compatible server at ``base_url`` (the
+    server root or its ``/v1``, :class:`spade_envs.Endpoint`); a call that failed after the
+    SDK's retries gives its :class:`spade_envs.EndpointError` in that place (connection
+    refused, timeout, HTTP error, a malformed body). ``model`` None asks for ``default``."""
+    try:
+        endpoint = se.Endpoint(
+            base_url, model or "default", api_key_env=api_key_env, timeout_s=timeout_s
+        )
+    except se.EndpointError as exc:
+        return [exc for _ in conversations]
+    with endpoint:
+        replies = endpoint.try_many(conversations, temperature=temperature, max_tokens=max_tokens)
+    return list(replies)
 
 
 # -- the reset gate --------------------------------------------------------------------------

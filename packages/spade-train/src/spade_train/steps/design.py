@@ -5,7 +5,6 @@ Every record is a frozen :class:`~spade_train.steps.records.Design`; step 2 is
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -156,7 +155,7 @@ def write_hints(
     """The designs with the hints of a separate pass over each one's code (by the policy or
     an endpoint; never trained), each hint tried ``hint_retries`` times; a design left without
     one is ``missing_hint``. A failed endpoint call never aborts the cycle. (``backend`` may
-    be None when the hints come from an endpoint.)"""
+    be None when the hints come from an endpoint, whose transport retries are the SDK's.)"""
     d = cfg.designer
     out = list(designs)
     todo = list(range(len(out)))
@@ -164,6 +163,7 @@ def write_hints(
         if not todo:
             break
         conversations = [dz.build_hint_messages(out[i].source or "", out[i].skill) for i in todo]
+        texts: list[str | se.EndpointError | None]
         if d.hint_source == "policy":
             params = replace(
                 d.sampling.to_params(derive_seed(cfg.seed, cycle, "hint", attempt)),
@@ -171,52 +171,50 @@ def write_hints(
                 temperature=d.hint_temperature,
             )
             assert backend is not None, "the policy's hint pass needs the policy"
-            texts: list[str | None] = [g.text for g in backend.generate(conversations, params)]
+            texts = [g.text for g in backend.generate(conversations, params)]
         else:
-            texts = endpoint_complete(cfg, conversations)
+            texts = list(endpoint_complete(cfg, conversations))
         failed = []
         for i, text in zip(todo, texts, strict=True):
-            try:
-                hint = dz.parse_hint_output(text or "")
-                out[i] = replace(out[i], hint=hint, parse_error=None, parse_message=None)
-            except dz.DesignParseError as exc:
-                message = f"hint pass: {exc.message}"
+            hint, problem = _hint_of(text)
+            if hint is None:
+                message = f"hint pass: {problem}"
                 out[i] = replace(out[i], parse_error="missing_hint", parse_message=message)
                 failed.append(i)
+            else:
+                out[i] = replace(out[i], hint=hint, parse_error=None, parse_message=None)
         todo = failed
-        if todo and d.hint_source == "endpoint" and attempt + 1 < d.hint_retries:
-            time.sleep(min(8.0, 0.5 * 2**attempt))  # back off before asking again
     return out
+
+
+def _hint_of(text: str | se.EndpointError | None) -> tuple[str | None, str | None]:
+    """The hint in a hint pass's reply, or None and why there is none."""
+    if isinstance(text, se.EndpointError):
+        return None, f"endpoint: {text}"
+    try:
+        return dz.parse_hint_output(text or ""), None
+    except dz.DesignParseError as exc:
+        return None, exc.message
 
 
 def endpoint_complete(
     cfg: RunConfig, conversations: Sequence[Sequence[Message]]
-) -> list[str | None]:
-    """One chat completion per conversation from the hint endpoint; ``None`` where the call
-    failed (connection, timeout, HTTP error: retried by the caller, never raised)."""
-    import os
-
-    import httpx
-
+) -> list[str | se.EndpointError]:
+    """One chat completion per conversation from the hint endpoint (``designer.hint_endpoint``:
+    the server root or its ``/v1``); an :class:`spade_envs.EndpointError` where the call failed
+    after the SDK's retries (connection, timeout, HTTP error: asked again by the caller, never
+    raised)."""
     d = cfg.designer
     if not d.hint_endpoint:
         raise ValueError("designer.hint_source is 'endpoint' but designer.hint_endpoint is unset")
-    key = os.environ.get(d.hint_api_key_env)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    texts: list[str | None] = []
-    with httpx.Client(
-        base_url=d.hint_endpoint.rstrip("/"), timeout=d.hint_timeout_s, headers=headers
-    ) as client:
-        for messages in conversations:
-            body = {
-                "model": d.hint_model,
-                "messages": list(messages),
-                "temperature": d.hint_temperature,
-            }
-            try:
-                r = client.post("/v1/chat/completions", json=body)
-                r.raise_for_status()
-                texts.append(r.json()["choices"][0]["message"]["content"] or "")
-            except (httpx.HTTPError, KeyError, IndexError, ValueError):
-                texts.append(None)
-    return texts
+    try:
+        endpoint = se.Endpoint(
+            d.hint_endpoint,
+            d.hint_model or "default",
+            api_key_env=d.hint_api_key_env,
+            timeout_s=d.hint_timeout_s,
+        )
+    except se.EndpointError as exc:
+        return [exc for _ in conversations]
+    with endpoint:
+        return endpoint.try_many(conversations, temperature=d.hint_temperature)
