@@ -230,14 +230,15 @@ class ScriptedServer:
 def test_openai_agent_plays_through_a_local_server_and_retries_500s(guess_factory):
     server = ScriptedServer([500, 503])
     try:
-        agent = se.OpenAIChatAgent(server.url, "tiny", api_key="", backoff_s=0.01, retries=3)
+        agent = se.OpenAIChatAgent(server.url, "tiny", api_key="", retries=3)
         results = se.run_episodes([spec(guess_factory, seed=s) for s in range(3)], agent.batch)
         assert all(r.won for r in results)
         assert (
             server.requests[0][0] == "/v1/chat/completions"
             and server.requests[0][1]["model"] == "tiny"
         )
-        assert server.requests[0][2] is None  # no key sent to a local server
+        assert server.requests[0][2] == "Bearer EMPTY"  # no real key sent to a local server
+        assert agent.endpoint.requests == len(server.requests)  # the two 500s were retried
     finally:
         server.close()
 
@@ -245,10 +246,10 @@ def test_openai_agent_plays_through_a_local_server_and_retries_500s(guess_factor
 def test_openai_agent_gives_up_on_4xx_and_after_its_retries():
     server = ScriptedServer([400, 500, 500, 500])
     try:
-        agent = se.OpenAIChatAgent(server.url, "tiny", api_key="", backoff_s=0.0, retries=2)
-        with pytest.raises(RuntimeError, match="HTTP 400"):
+        agent = se.OpenAIChatAgent(server.url, "tiny", api_key="", retries=2)
+        with pytest.raises(se.EndpointError, match="completions: HTTP 400"):
             agent([{"role": "user", "content": "hi"}])
-        with pytest.raises(RuntimeError, match="failed after 3 attempts"):
+        with pytest.raises(se.EndpointError, match="failed after 3 attempts: HTTP 500"):
             agent([{"role": "user", "content": "hi"}])
     finally:
         server.close()

@@ -380,7 +380,8 @@ def test_openai_agent_against_a_dead_server_is_an_agent_error_not_a_crash(corpus
     )
     assert proc.returncode == 1
     assert summary_rows(proc.stdout)["guess_small"]["errors"] == 1
-    assert "(agent): RuntimeError" in proc.stderr and "Traceback" not in proc.stderr
+    assert "(agent): EndpointError" in proc.stderr and "Traceback" not in proc.stderr
+    assert "http://127.0.0.1:9/v1/chat/completions: failed after" in proc.stderr
 
 
 # --- interactive play through a pseudo-terminal ----------------------------------------------

@@ -110,7 +110,9 @@ def _add_play(p: argparse.ArgumentParser) -> None:
         default=10,
         help=f"episodes per environment (agent mode, <= {MAX_EPISODES:,})",
     )
-    p.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument(
+        "--base-url", help="OpenAI-compatible server: its root or its /v1 (http://127.0.0.1:8000)"
+    )
     p.add_argument("--model", help="model name for --agent openai")
     p.add_argument("--temperature", type=float, default=0.7)
     p.add_argument(
