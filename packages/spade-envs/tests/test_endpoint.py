@@ -13,7 +13,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 import spade_envs as se
 
 pytest.importorskip("openai")
@@ -149,7 +148,9 @@ def test_5xx_and_429_are_retried_by_the_sdk(serve, fault):
 def test_a_timeout_is_retried_then_a_one_line_error(serve):
     server = serve("slow", stall_s=1.0)
     with se.Endpoint(server.root, "m", timeout_s=0.3, max_retries=1) as endpoint:
-        assert endpoint.complete(HI) == "echo hi"  # the stalled attempt timed out, the retry answered
+        assert (
+            endpoint.complete(HI) == "echo hi"
+        )  # the stalled attempt timed out, the retry answered
         assert endpoint.requests == 2
     server.faults = ["slow"] * 2
     with se.Endpoint(server.root, "m", timeout_s=0.3, max_retries=1) as endpoint:

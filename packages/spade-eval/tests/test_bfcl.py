@@ -63,6 +63,18 @@ IDS = {"simple_python": ["simple_python_0", "simple_python_1", "simple_python_2"
        "multiple": ["multiple_0", "multiple_1"], "parallel": ["parallel_0"]}  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("url", "host", "port"),
+    [("http://127.0.0.1:8123", "127.0.0.1", "8123"), ("http://127.0.0.1:8123/v1/", "127.0.0.1", "8123"),
+     ("http://gpu-node/v1", "gpu-node", "80")],
+)  # fmt: skip
+def test_the_endpoint_url_becomes_bfcls_host_and_port(url, host, port):
+    client = OpenAIClient(url, "m")  # root or /v1: bfcl-eval is given the same server
+    assert client.base_url.endswith("/v1")
+    env = bfcl.local_server(client.base_url)
+    assert env == {"LOCAL_SERVER_ENDPOINT": host, "LOCAL_SERVER_PORT": port}
+
+
 class CompletionServer:
     """``/v1/completions`` (bfcl's local-inference path) answering from the ground truth."""
 

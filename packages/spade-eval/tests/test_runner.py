@@ -8,7 +8,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import spade_envs as se
-from spade_eval import CallableClient, ModelError, OpenAIClient, evaluate, render_results
+from spade_eval import (
+    CallableClient,
+    EvalConfigError,
+    ModelError,
+    OpenAIClient,
+    evaluate,
+    render_results,
+)
 from spade_eval.render_table import main as table_main
 from spade_eval.suites import tool_use
 
@@ -32,10 +39,12 @@ def tool_config(limit=None, batch_size=64):
 
 class Replay:
     """A localhost OpenAI-compatible server replaying fixed replies keyed by the user message,
-    failing the first attempt of some prompts with HTTP 500 and stalling others past the timeout."""
+    failing the first attempt of some prompts with HTTP 500 (``fail``) or 429 (``throttle``)
+    and stalling others past the timeout."""
 
-    def __init__(self, replies, fail=(), slow=(), stall_s=0.6, latency_s=0.0):
+    def __init__(self, replies, fail=(), slow=(), stall_s=0.6, latency_s=0.0, throttle=()):
         self.replies, self.fail, self.slow = replies, set(fail), set(slow)
+        self.throttle = set(throttle)
         self.stall_s, self.latency_s = stall_s, latency_s
         self.attempts: Counter = Counter()
         self.lock = threading.Lock()
@@ -51,8 +60,8 @@ class Replay:
                 with owner.lock:
                     owner.attempts[key] += 1
                     first = owner.attempts[key] == 1
-                if first and key in owner.fail:
-                    self.send_response(500)
+                if first and (key in owner.fail or key in owner.throttle):
+                    self.send_response(500 if key in owner.fail else 429)
                     self.end_headers()
                     return
                 if first and key in owner.slow:
@@ -95,9 +104,9 @@ def test_end_to_end_http_with_retries(tmp_path):
         for i, it in enumerate(items)
     }
     keys = list(replies)
-    server = Replay(replies, fail=keys[0::3], slow=keys[1::3], stall_s=1.5)
+    server = Replay(replies, fail=keys[0::6], throttle=keys[3::6], slow=keys[1::3], stall_s=1.5)
     try:
-        client = OpenAIClient(server.url, "replay", concurrency=8, timeout_s=0.5, backoff_s=0.01)
+        client = OpenAIClient(server.url, "replay", concurrency=8, timeout_s=0.5)
         summary = evaluate(client, tool_config(), tmp_path, progress=False)
     finally:
         server.close()
@@ -105,7 +114,7 @@ def test_end_to_end_http_with_retries(tmp_path):
     assert s["n"] == len(items)
     assert s["mean"] == pytest.approx(len(items[0::2]) / len(items))
     assert summary["model"] == "replay"
-    # every injected 500 and stall was retried; a slow machine may add retries, never fewer
+    # every injected 500, 429 and stall was retried; a slow machine may add retries, never fewer
     assert all(server.attempts[k] >= 2 for k in keys[0::3] + keys[1::3])
     assert sum(server.attempts.values()) >= len(items) + len(keys[0::3]) + len(keys[1::3])
     assert client.requests >= sum(server.attempts.values())
@@ -120,14 +129,17 @@ def test_client_gives_up_with_clear_error():
     server = Replay({}, fail=[])
     server.fail = {"x"}  # first attempt fails; with no retries that is final
     try:
-        client = OpenAIClient(server.url, "m", max_retries=0, backoff_s=0.01)
-        with pytest.raises(ModelError, match="failed after 1 attempts.*HTTP 500"):
+        client = OpenAIClient(server.url, "m", max_retries=0)
+        with pytest.raises(ModelError, match="completions: failed after 1 attempts: HTTP 500"):
             client.complete([[{"role": "user", "content": "x"}]], {})
     finally:
         server.close()
-    dead = OpenAIClient("http://127.0.0.1:9", "m", max_retries=1, backoff_s=0.01, timeout_s=0.5)
-    with pytest.raises(ModelError, match="failed after 2 attempts"):
+    dead = OpenAIClient("http://127.0.0.1:9", "m", max_retries=1, timeout_s=0.5)
+    with pytest.raises(ModelError, match="failed after 2 attempts: cannot connect"):
         dead.complete([[{"role": "user", "content": "x"}]], {})
+    assert dead.requests == 2 and dead.base_url == "http://127.0.0.1:9/v1"
+    with pytest.raises(EvalConfigError, match="not an http"):
+        OpenAIClient("127.0.0.1:9", "m")
 
 
 def test_resume_after_interruption(tmp_path):
@@ -248,6 +260,16 @@ def test_render_table_cells(tmp_path):
             "spade_eval.run",
             ["--model", "/no/such/dir", "--suites", "tool_use", "--out", "OUT"],
             "not a directory",
+        ),
+        (
+            "spade_eval.run",
+            ["--model", "m", "--base-url", "127.0.0.1:9", "--suites", "tool_use", "--out", "OUT"],
+            "'127.0.0.1:9': not an http:// or https:// URL",
+        ),
+        (
+            "spade_eval.run",
+            ["--model", "http://127.0.0.1:9", "--user-base-url", "h:1", "--out", "OUT"],
+            "--user-base-url 'h:1': not an http",
         ),
         (
             "spade_eval.run",

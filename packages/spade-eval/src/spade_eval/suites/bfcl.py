@@ -141,6 +141,15 @@ def read_scores(project: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
     return records, metrics
 
 
+def local_server(base_url: str) -> dict[str, str]:
+    """bfcl-eval's variables for the server at ``base_url`` (it takes a host and a port and
+    adds ``/v1`` itself): ``http://h:8000/v1`` gives ``h`` and ``8000``."""
+    server = urlsplit(base_url)
+    default = 443 if server.scheme == "https" else 80
+    return {"LOCAL_SERVER_ENDPOINT": server.hostname or "127.0.0.1",
+            "LOCAL_SERVER_PORT": str(server.port or default)}  # fmt: skip
+
+
 def run_external(
     client: Any, config: dict[str, Any], sampling: dict[str, Any], work_dir: Path
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
@@ -159,10 +168,7 @@ def run_external(
     handle = os.environ.get("BFCL_MODEL_HANDLE") or cfg["model_handle"] or DEFAULT_HANDLE
     project = (work_dir / "bfcl_project").resolve()
     project.mkdir(parents=True, exist_ok=True)
-    server = urlsplit(base_url)  # bfcl-eval takes the server's host and port, not a URL
-    env = {**os.environ, "BFCL_PROJECT_ROOT": str(project),
-           "LOCAL_SERVER_ENDPOINT": server.hostname or "127.0.0.1",
-           "LOCAL_SERVER_PORT": str(server.port or 80)}  # fmt: skip
+    env = {**os.environ, "BFCL_PROJECT_ROOT": str(project), **local_server(base_url)}
     gen = ["generate", "--model", handle, "--test-category", ",".join(categories),
            "--num-threads", str(cfg["num_threads"]),
            "--temperature", str(sampling.get("temperature", 0.001)),
