@@ -361,6 +361,12 @@ def test_hint_endpoint_retries_and_a_dead_endpoint_never_aborts_the_cycle(tmp_pa
     got = write_hints(cfg, None, 1, designs())
     assert [d.parse_error for d in got] == ["missing_hint", "missing_hint"]
     assert all(d.hint is None for d in got)
+    # the design says why: the endpoint's one-line error, after the SDK's retries
+    assert all(
+        (d.parse_message or "").startswith(f"hint pass: endpoint: {dead}/v1/chat/completions: ")
+        and "cannot connect" in (d.parse_message or "")
+        for d in got
+    )
 
 
 def test_in_loop_eval_every_cycle_is_resumed_without_repeat_or_skip(tmp_path):

@@ -192,6 +192,11 @@ def test_validator_endpoint_down_fails_open_reported_once_per_cycle(tmp_path, ca
             server.close()
     assert [d["valid"] for d in designs] == [True, True]  # fail open: both accepted
     assert all(d["pipeline"]["validator"]["status"] == "error" for d in designs)
+    # the failure is the endpoint's one-line error, naming the URL, after the SDK's retries
+    why = str(designs[0]["pipeline"]["validator"])
+    assert f"EndpointError: {url}/chat/completions: failed after 3 attempts" in why
+    if server:
+        assert len(server.requests) == 2 * 3  # 500 is retried twice per environment
     assert row["design/validator_errors"] == 2 and row["pool/added"] == 2
     warnings = [r for r in caplog.records if "LLM validator could not be asked" in r.message]
     assert len(warnings) == 1 and "2 time(s)" in warnings[0].message
