@@ -5,6 +5,7 @@ and timeouts, and every failure as one EndpointError naming the URL."""
 from __future__ import annotations
 
 import json
+import pickle
 import socket
 import subprocess
 import sys
@@ -171,6 +172,7 @@ def test_giving_up_on_5xx_names_the_url_status_and_body_on_one_line(serve):
     assert message.startswith(f"{server.root}/v1/chat/completions: failed after 3 attempts: ")
     assert "HTTP 500" in message and "injected" in message and "\n" not in message
     assert isinstance(info.value, RuntimeError) and isinstance(info.value, se.SpadeEnvsError)
+    assert str(pickle.loads(pickle.dumps(info.value))) == message  # Ray and processes carry it
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])

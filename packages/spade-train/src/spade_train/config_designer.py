@@ -81,7 +81,7 @@ class LLMValidatorConfig(Strict):
     """The server's base URL: its root or its ``/v1`` (:class:`spade_envs.Endpoint`'s one
     convention)."""
     model: str | None = None
-    """``judge: endpoint``: the model the server is asked for."""
+    """``judge: endpoint``: the model the server is asked for (unset: ``default``)."""
     api_key_env: str = "OPENAI_API_KEY"
     """The environment variable holding the endpoint's key (sent as a Bearer token when set)."""
     prompt: Literal["auto", "cognitive", "tool-use", "reward-hack"] = "auto"
@@ -164,7 +164,7 @@ class DesignerConfig(Strict):
     """``hint_source: endpoint``: the OpenAI-compatible server's base URL, its root or its
     ``/v1`` (:class:`spade_envs.Endpoint`'s one convention)."""
     hint_model: str | None = None
-    """``hint_source: endpoint``: the model the server is asked for."""
+    """``hint_source: endpoint``: the model the server is asked for (unset: ``default``)."""
     hint_api_key_env: str = "OPENAI_API_KEY"
     """The environment variable holding the hint endpoint's key (unset: no key sent)."""
     hint_temperature: float = Field(0.3, ge=0.0)
