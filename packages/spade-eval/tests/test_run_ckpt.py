@@ -10,22 +10,30 @@ import pytest
 from spade_eval import server
 
 PY = sys.executable
+TRANSFORMERS_SERVE = ["-m", "transformers.cli.transformers", "serve"]
 
 
-def test_auto_picks_transformers_without_a_gpu():
+def test_auto_picks_transformers_serve_offline_without_a_gpu():
     if server.gpu_present():
         pytest.skip("a GPU is present: auto picks sglang here")
-    kind, cmd = server.server_command("auto", "/ckpt", 1234)
-    assert kind == "transformers" and cmd[1:3] == ["-m", "spade_eval.serve"]
-    kind, cmd = server.server_command("sglang", "/ckpt", 1234, tp=2) if _has_sglang() else ("", [])
-    if kind:
-        assert "sglang.launch_server" in cmd and cmd[cmd.index("--tp") + 1] == "2"
+    cmd = server.server_command("auto", "/ckpt", 1234)
+    assert cmd.kind == "transformers" and cmd.argv[1:5] == [*TRANSFORMERS_SERVE, "/ckpt"]
+    assert cmd.argv[cmd.argv.index("--port") + 1] == "1234"
+    assert cmd.env["HF_HUB_OFFLINE"] == "1" and cmd.env["HF_HUB_DISABLE_UPDATE_CHECK"] == "1"
+    cmd = server.server_command("sglang", "/ckpt", 1234, tp=2) if _has_sglang() else None
+    if cmd:
+        assert "sglang.launch_server" in cmd.argv and cmd.argv[cmd.argv.index("--tp") + 1] == "2"
 
 
 def _has_sglang():
     from importlib.util import find_spec
 
     return find_spec("sglang") is not None
+
+
+def _servers_of(checkpoint: str) -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if "serve" in line and checkpoint in line]
 
 
 @pytest.mark.slow
@@ -45,29 +53,35 @@ def test_run_ckpt_serves_evaluates_and_stops(checkpoint, workspace, tmp_path):
     res = json.loads((out / "results.json").read_text())
     assert res["model"] == checkpoint and res["suites"]["aime"]["n"] == 2
     assert res["metrics"]["aime2026_pass1"] == 0.0
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert not [
-        line for line in ps.splitlines() if "spade_eval.serve" in line and checkpoint in line
-    ]
+    assert not _servers_of(checkpoint)
 
 
 @pytest.mark.slow
-def test_serve_answers_chat_and_raw_completions(checkpoint, tmp_path):
+def test_transformers_serve_answers_the_openai_client(checkpoint, tmp_path):
+    openai = pytest.importorskip("openai")
     port = server.free_port()
-    cmd = [PY, "-m", "spade_eval.serve", "--model", checkpoint, "--port", str(port)]
-    with server.launched(cmd, port, tmp_path / "s.log", startup_timeout_s=120) as url:
-        chat = httpx.post(f"{url}/v1/chat/completions", json={
-            "messages": [{"role": "user", "content": "hello"}], "max_tokens": 3}, timeout=60)  # fmt: skip
-        raw = httpx.post(f"{url}/v1/completions", json={"prompt": "<user> hello <assistant>",
-                                                        "max_tokens": 3}, timeout=60)  # fmt: skip
-        models = httpx.get(f"{url}/v1/models").json()
-    assert chat.status_code == 200 and isinstance(
-        chat.json()["choices"][0]["message"]["content"], str
-    )
-    assert raw.json()["choices"][0]["text"] == chat.json()["choices"][0]["message"]["content"]
-    assert models["data"][0]["id"] == checkpoint
+    cmd = server.server_command("transformers", checkpoint, port)
+    with server.launched(cmd, port, tmp_path / "s.log", startup_timeout_s=180) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="EMPTY", max_retries=0, timeout=60)
+        models = [m.id for m in client.models.list()]
+        chat = client.chat.completions.create(
+            model=checkpoint, messages=[{"role": "user", "content": "hello"}],
+            max_tokens=3, temperature=0.0,
+        )  # fmt: skip
+        # bfcl's local-inference path: the prompt already templated, sent to /v1/completions
+        raw = client.completions.create(
+            model=checkpoint, prompt="<user> hello <assistant> ", max_tokens=3, temperature=0.0
+        )
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.completions.create(model="another-model", prompt="hello", max_tokens=1)
+    assert models == [checkpoint]
+    assert "pinned to" in refused.value.response.text  # a server for one checkpoint only
+    text = chat.choices[0].message.content
+    assert isinstance(text, str) and chat.usage is not None and chat.usage.completion_tokens > 0
+    assert raw.choices[0].text == text  # same tokens, greedy: the same continuation
     with pytest.raises(httpx.HTTPError):
         httpx.get(f"{url}/v1/models", timeout=2)  # stopped
+    assert not _servers_of(checkpoint)  # nothing of the process group is left
 
 
 @pytest.mark.slow

@@ -84,11 +84,11 @@ def run_ckpt(
     if not os.path.isdir(args.ckpt):
         raise SpadeEvalError(f"--ckpt {args.ckpt}: not a directory; pass a checkpoint directory")
     port = free_port()
-    kind, cmd = server_command(args.server, args.ckpt, port, tp=args.tp)
+    cmd = server_command(args.server, args.ckpt, port, tp=args.tp)
     if suites and "bfcl" in suites and "bfcl" not in (config.get("suites") or {}):
         config = {**config, "suites": {**(config.get("suites") or {}), "bfcl": {}}}
     config = with_tokenizer(config, args.ckpt)
-    log = Path(args.out) / f"server-{kind}.log"
+    log = Path(args.out) / f"server-{cmd.kind}.log"
     with launched(cmd, port, log, args.startup_timeout_s) as url:
         client = OpenAIClient(url, args.ckpt, concurrency=args.concurrency,
                               timeout_s=args.timeout_s, max_retries=args.max_retries)  # fmt: skip
