@@ -22,16 +22,6 @@ ROOT = Path(__file__).parent / "adversarial"
 FILES = sorted(ROOT.glob("hacks/*.py")) + sorted(ROOT.glob("honest/*.py"))
 _HEADER = re.compile(r"^# (expect|family|hint): (.+)$", re.MULTILINE)
 
-#: Hacks the validator still accepts (measured misses, kept as strict xfails so a fix shows):
-#: a game whose solution() reads hidden state that no observation carries (item 5,
-#: "infeasible") has no check yet.
-STILL_MISSED: frozenset[str] = frozenset(
-    {
-        "hacks/product_unwinnable_hidden_state",
-        "hacks/sum_unwinnable_hidden_state",
-        "hacks/word_unwinnable_hidden_state",
-    }
-)
 #: The validator draws its seeds (``spade_envs.draw_seeds``); the suite fixes the root so the
 #: verdicts are reproducible. Seed-gated hacks are written against small seeds 0-4.
 SEED_ROOT = 1234
@@ -65,19 +55,7 @@ def test_suite_covers_every_family() -> None:
     assert min(families.values()) >= 3 and len(families) >= 4, families
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(
-            p,
-            id=case_id(p),
-            marks=pytest.mark.xfail(strict=True, reason="a measured miss (STILL_MISSED)"),
-        )
-        if case_id(p) in STILL_MISSED
-        else pytest.param(p, id=case_id(p))
-        for p in FILES
-    ],
-)
+@pytest.mark.parametrize("path", [pytest.param(p, id=case_id(p)) for p in FILES])
 def test_suite_file(path: Path, reports: dict[str, ValidationReport]) -> None:
     expect = header(path)["expect"]
     report = reports[case_id(path)]

@@ -64,6 +64,7 @@ REASON_CODES: dict[str, str] = {
     "close_raised": "close() raised",
     "solution_leaked": "the final action of solution() appears in the first observation of every seed",
     "reward_ignores_action": "every probe action got the solution's rewards on every seed",
+    "infeasible": "on most seeds only solution() can win: the answer depends on randomness the observations never show and the replies never narrow (twins of a reset that look alike need different answers)",
     "probe_wins": "a probe policy wins significantly more often than an honest game of its shape allows (the probe is named after the colon)",
     **{
         f"probe_wins:{name}": f"the {name!r} probe wins significantly more often than chance"
@@ -88,6 +89,17 @@ class CheckReport:
     """Probe episodes won over probe episodes played (real games: 0.0)."""
     probe_wins: dict[str, int] = field(default_factory=dict)
     """Probe name -> on how many seeds it won."""
+    feasible_bound: float | None = None
+    """The mean, over the seeds the twin analysis judged, of the best win rate an agent that
+    sees only the observations can reach (1.0: the winning information reaches it on every
+    seed); None when no seed was judged (see ``feasibility_not_judged``)."""
+    privileged_only_seeds: int = 0
+    """Seeds judged on which only solution() wins (bound below 0.5)."""
+    feasibility_seeds: int = 0
+    """Seeds the twin analysis judged (more than ``seeds`` when some were privileged-only)."""
+    feasibility_not_judged: dict[str, int] = field(default_factory=dict)
+    """Why seeds were not judged: "untraced" (randomness outside Python's ``random``),
+    "raised", "budget" or "sandbox_<reason>" -> how many."""
 
 
 def check_env(
@@ -167,4 +179,17 @@ def check_env(
         [t for s in run.played for _, t, _ in s.probes],
         probe_win_rate=run.tally.win_rate,
         probe_wins=dict(run.tally.wins),
+        **_feasibility_fields(run),
     )
+
+
+def _feasibility_fields(run: CheckRun) -> dict[str, Any]:
+    f = run.feasibility
+    if f is None:
+        return {}
+    return {
+        "feasible_bound": f.mean_bound,
+        "privileged_only_seeds": len(f.privileged),
+        "feasibility_seeds": len(f.bounds),
+        "feasibility_not_judged": dict(f.not_judged),
+    }

@@ -14,6 +14,7 @@ from typing import Any
 
 from .core import EnvFactory, TextEnvironment
 from .errors import ContractError, Evidence
+from .feasibility import Feasibility, judge
 from .leaks import leak_evidence, views_of
 from .play import (
     Transcript,
@@ -28,6 +29,7 @@ from .play import (
 )
 from .probes import PROBE_NAMES, Policy, ProbeTally, probe_battery
 from .reward_contract import CONTRACT_REASONS, contract_breach
+from .seeding import more_seeds
 
 __all__ = ["CHECKS", "CheckRun", "SeedPlay"]
 
@@ -60,6 +62,8 @@ class CheckRun:
     """Planned seeds still to play after the current one (a settled probe skips them)."""
     kept: dict[str, str] = field(default_factory=dict)
     """Key -> observation, for the resets whose state the environment keeps."""
+    feasibility: Feasibility | None = None
+    """The twin analysis of ``check_feasible`` (None before it ran, or without a solution)."""
 
 
 def _real_reset(run: CheckRun, seed: int, key: str) -> str:
@@ -403,6 +407,28 @@ def check_probes_lose(run: CheckRun) -> None:
         )
 
 
+def check_feasible(run: CheckRun) -> None:
+    """An agent that sees only the observations can win on most seeds, not only solution()
+    (:mod:`spade_envs.feasibility`: the indistinguishable twins of each seed's reset)."""
+    if not run.check_solution:
+        return
+    played = [(s.seed, _wrong_probe_actions(s)) for s in run.played]
+    make = lambda: run.factory(max_turns=run.max_turns, **run.kwargs)  # noqa: E731
+    run.feasibility = judge(run.env, make, played, run.max_turns, more_seeds)
+    if run.feasibility.infeasible:
+        message, evidence = run.feasibility.message()
+        raise fail("infeasible", message, evidence=evidence)
+
+
+def _wrong_probe_actions(s: SeedPlay) -> list[str]:
+    """The distinct first actions of the probes that lost on the seed (at most six)."""
+    actions: list[str] = []
+    for _, transcript, won_it in s.probes:
+        if transcript and not won_it and transcript[0][0] not in actions:
+            actions.append(transcript[0][0])
+    return actions[:6]
+
+
 Check = Callable[..., None]
 #: The checks check_env runs: (name, per-seed?, function, reason codes), in order.
 CHECKS: tuple[tuple[str, bool, Check, tuple[str, ...]], ...] = (
@@ -458,4 +484,5 @@ CHECKS: tuple[tuple[str, bool, Check, tuple[str, ...]], ...] = (
     ("hint_not_answer", False, check_hint_not_answer, ("hint_is_answer",)),
     ("reward_contract", False, check_reward_contract, CONTRACT_REASONS),
     ("probes_lose", False, check_probes_lose, tuple(f"probe_wins:{n}" for n in PROBE_NAMES)),
+    ("feasible", False, check_feasible, ("infeasible",)),
 )

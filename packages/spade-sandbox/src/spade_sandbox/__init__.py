@@ -35,6 +35,7 @@ from .protocol import (
 )
 from .result import ExecResult
 from .script import run
+from .worker_twins import analyse as analyse_twins
 
 
 def _docker_backend() -> Backend:
@@ -55,6 +56,7 @@ __all__ = [
     "ProcessBackend",
     "SandboxPool",
     "SandboxedEnv",
+    "analyse_twins",
     "backend_names",
     "doctor_layers",
     "doctor_report",

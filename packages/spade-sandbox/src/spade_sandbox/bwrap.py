@@ -12,7 +12,15 @@ from .limits import SandboxConfig
 WORKER_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The modules of the in-sandbox worker program (in WORKER_DIR, standard library only), in an
 #: order where each imports only modules before it; "worker" is the entry point.
-WORKER_MODULES = ("wire", "worker_state", "worker_layers", "worker_env", "worker_zygote", "worker")
+WORKER_MODULES = (
+    "wire",
+    "worker_state",
+    "worker_layers",
+    "worker_env",
+    "worker_twins",
+    "worker_zygote",
+    "worker",
+)
 SANDBOX_WORKER_DIR = "/opt/spade_sandbox"
 SANDBOX_WORK_DIR = "/work"
 SANDBOX_PATH_DIR = "/opt/spade_python_path"  # python_path directory i is mounted at /i

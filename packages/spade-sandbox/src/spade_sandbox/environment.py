@@ -276,6 +276,32 @@ class SandboxedEnv(WorkerLifecycle):
         self.episodes += 1
         return True
 
+    def twins(
+        self, seed: int, turns: int, probes: list[str] | None = None, budget_s: float = 2.0
+    ) -> dict:
+        """The indistinguishable-twins analysis of `seed` (see `spade_sandbox.analyse_twins`),
+        run in the worker in one call on a scratch instance of the environment's class: a dict
+        whose "outcome" is "judged" (with "bound"), "untraced", "raised" or "budget". The
+        environment's own instance and episode are left alone. `budget_s` stays below
+        `Limits.call_wall_s`, which ends a call that runs past it."""
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+        probes = [p for p in (probes or []) if isinstance(p, str)]
+        limits = self.config.limits
+        budget = max(0.1, min(budget_s, limits.call_wall_s / 2))
+        message = {
+            "op": "twins",
+            "seed": seed,
+            "turns": turns,
+            "probes": probes,
+            "budget_s": budget,
+        }
+        value = self._request(message, limits.call_wall_s, limits.max_output_bytes)
+        if not isinstance(value, dict) or not isinstance(value.get("outcome"), str):
+            self._tainted = True
+            raise BadReturn(f"the twins reply is not an outcome: {str(value)[:80]}")
+        return value
+
     def call(self, method: str, *args: object) -> object:
         """Call the environment's public method `method` with JSON arguments; JSON result."""
         if not isinstance(method, str) or not method.isidentifier() or method.startswith("_"):

@@ -14,6 +14,7 @@ Messages (host -> worker), each with an integer "id" the reply echoes:
   {"op": "reset", "seed": int|None}      {"op": "step", "action": str}
   {"op": "call", "method": str, "args": [...]}
   {"op": "reopen", "max_cpu_s": float} -> {"reopened": bool, "class_name": str, "cpu_s": float}
+  {"op": "twins", "seed": int, "turns": int, "probes": [str], "budget_s": float} -> {"outcome": ...}
   {"op": "exec", "source": str, "stdin": str}      {"op": "close"}
 Replies: {"id": n, "ok": true, "value": ...} or {"id": n, "ok": false, "reason": str, "message": str}.
 """

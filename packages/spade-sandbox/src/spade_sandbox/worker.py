@@ -4,7 +4,7 @@ How a backend launches it
 -------------------------
 Standard library only, no installation needed: copy (or bind-mount read-only) the worker's
 modules (`WORKER_MODULES`: this file, `wire.py`, `worker_state.py`, `worker_layers.py`,
-`worker_env.py`, `worker_zygote.py`) into one directory inside the sandbox and run
+`worker_env.py`, `worker_twins.py`, `worker_zygote.py`) into one directory inside the sandbox and run
 
     python3 -S -B /that/dir/worker.py            # protocol on stdin (fd 0) / stdout (fd 1)
     python3 -S -B /that/dir/worker.py --fds 3,4  # protocol on fds 3 (requests) and 4 (replies)
@@ -21,7 +21,8 @@ The first request must be `init`. It applies, in this order: preloading the allo
 chdir to the work dir, dropping to uid 65534 (when root and asked to), Landlock (writes only
 under the work dir, reads only under `read_paths`), rlimits, a seccomp filter, and the import
 policy. Its reply lists each layer as "active" or "unavailable: why". Then `open`, `reset`,
-`step`, `call`, `snapshot`, `restore`, `reopen` (the same source constructed again, see
+`step`, `call`, `snapshot`, `restore`, `twins` (worker_twins.py: does hidden randomness
+decide the answer), `reopen` (the same source constructed again, see
 `EnvHost.reopen`), `exec` (one-off scripts) and `close` follow. Exit status: 0 after `close`,
 70 when the channel breaks (the host reports `protocol_error`), signals as the kernel sends
 them (SIGSYS from seccomp: `forbidden_syscall`; SIGXCPU: `timeout`).
@@ -40,11 +41,12 @@ import sys
 from collections.abc import Callable
 
 if __package__:
-    from . import wire, worker_env, worker_layers, worker_zygote
+    from . import wire, worker_env, worker_layers, worker_twins, worker_zygote
 else:  # run as a file next to the other worker modules
     import wire  # type: ignore[no-redef]
     import worker_env  # type: ignore[no-redef]
     import worker_layers  # type: ignore[no-redef]
+    import worker_twins  # type: ignore[no-redef]
     import worker_zygote  # type: ignore[no-redef]
 
 EXIT_CHANNEL_BROKEN = wire.EXIT_CHANNEL_BROKEN
@@ -70,6 +72,7 @@ class Worker:
             "restore": host.restore,
             "reopen": host.reopen,
             "exec": host.exec_script,
+            "twins": lambda msg: worker_twins.serve(host, msg),
         }
 
     # -- isolation -----------------------------------------------------------------------

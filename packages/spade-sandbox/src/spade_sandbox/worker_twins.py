@@ -1,0 +1,307 @@
+"""Indistinguishable twins: does the randomness a reset hides from the agent decide the answer?
+
+For one seed, the environment's draws from Python's ``random`` during ``reset`` are recorded
+(a tape), then ``reset`` is replayed on a scratch instance with the same tape except one draw
+changed: a *twin*. A twin whose first observation is the original's but whose ``solution()``
+differs holds answer-relevant randomness the agent never saw. That alone is legal (a secret the
+feedback reveals: higher/lower, mastermind), so the twins then play the same wrong actions
+(each other's solutions and the host's probe actions); a response that differs between twins
+shows that information reaches the agent. When none differs, the twins are indistinguishable
+and an agent that sees only observations plays one fixed sequence of guesses in all of them:
+the share of twins its best ``turns``-long sequence wins bounds its win rate on that seed.
+
+Only draws through the environment module's own names are traced (``random`` itself, its
+``Random`` class, functions imported ``from random import ...``, module-level generators); the
+names are swapped for the analysis and put back after it. An environment whose reset draws
+nothing traceable (numpy, ``os.urandom``, ``secrets``, the clock) is not judged.
+
+Part of the in-sandbox worker program (see worker.py): standard library only. The host reaches
+it through the ``twins`` op; in-process callers use :func:`analyse` directly.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+SPREAD = 6
+"""Twins of the first pass: the last three draws and random earlier ones."""
+MAX_SAMPLE = 48
+"""The most same-looking twins drawn to estimate the bound (when the first pass found some)."""
+
+
+class Tape:
+    """The draws of one reset: recorded from the real generators, or replayed with one changed."""
+
+    def __init__(self, seed: int) -> None:
+        self.draws: list[tuple[str, int, Any]] = []
+        self.replaying: list[tuple[str, int, Any]] | None = None
+        self.pos = 0
+        self.fresh = _random.Random(f"twins-{seed}")
+
+    def record(self) -> None:
+        self.draws, self.replaying, self.pos = [], None, 0
+
+    def replay(self, draws: list[tuple[str, int, Any]]) -> None:
+        self.replaying, self.pos = draws, 0
+
+    def take(self, kind: str, k: int, real: Callable[[], Any]) -> Any:
+        if self.replaying is None:
+            value = real()
+            self.draws.append((kind, k, value))
+            return value
+        pos, self.pos = self.pos, self.pos + 1
+        if pos < len(self.replaying) and self.replaying[pos][:2] == (kind, k):
+            return self.replaying[pos][2]
+        return self.fresh.getrandbits(k) if kind == "b" else self.fresh.random()
+
+    def changed(self, pos: int, keep_rest: bool = True) -> list[tuple[str, int, Any]] | None:
+        """The tape with draw ``pos`` replaced by a different value (None if it cannot change);
+        ``keep_rest=False`` ends the tape there (the later draws are fresh)."""
+        kind, k, value = self.draws[pos]
+        if kind == "b" and k == 0:
+            return None
+        new = value
+        while new == value:
+            new = self.fresh.getrandbits(k) if kind == "b" else self.fresh.random()
+        return [
+            *self.draws[:pos],
+            (kind, k, new),
+            *self.draws[pos + 1 :][: len(self.draws) * keep_rest],
+        ]
+
+
+def _tape_class(tape: Tape, base: type) -> type:
+    """A ``random.Random`` whose every method draws through ``tape`` (``random`` and
+    ``getrandbits`` are the two primitives the other methods use)."""
+
+    class Random(base):  # type: ignore[valid-type, misc]
+        def random(self) -> float:
+            return float(tape.take("f", 0, super().random))
+
+        def getrandbits(self, k: int) -> int:
+            return int(tape.take("b", int(k), lambda: super(Random, self).getrandbits(k)))
+
+    Random.__module__ = base.__module__
+    Random.__qualname__ = base.__qualname__
+    return Random
+
+
+@contextmanager
+def instrumented(namespaces: list[dict], tape: Tape) -> Iterator[bool]:
+    """Swap the ``random`` names in each namespace for traced ones; yields whether any was
+    found. Everything is put back on exit."""
+    real = _random
+    cls = _tape_class(tape, real.Random)
+    inst = cls()
+    inst.setstate(real.getstate())
+    proxy = type(real)("random", real.__doc__)
+    proxy.__dict__.update(real.__dict__)
+    proxy.__dict__["Random"] = cls
+    for name, value in real.__dict__.items():
+        if getattr(value, "__self__", None) is real._inst:  # type: ignore[attr-defined]
+            proxy.__dict__[name] = getattr(inst, value.__name__)
+    swapped: list[tuple[dict, str, object]] = []
+    for space in namespaces:
+        for name, value in list(space.items()):
+            new: object = None
+            if value is real:
+                new = proxy
+            elif value is real.Random:
+                new = cls
+            elif getattr(value, "__self__", None) is real._inst:  # type: ignore[attr-defined]
+                new = getattr(inst, value.__name__, None)
+            elif type(value) is real.Random:
+                new = cls()
+                new.setstate(value.getstate())  # type: ignore[attr-defined]
+            if new is not None:
+                swapped.append((space, name, value))
+                space[name] = new
+    try:
+        yield bool(swapped)
+    finally:
+        for space, name, value in reversed(swapped):
+            space[name] = value
+
+
+def namespaces_of(cls: type) -> list[dict]:
+    """The global namespaces of the functions defined on ``cls`` and its bases."""
+    seen: dict[int, dict] = {}
+    for klass in cls.__mro__:
+        for attr in vars(klass).values():
+            fn = getattr(attr, "__func__", attr)
+            space = getattr(fn, "__globals__", None)
+            if isinstance(space, dict) and space.get("__name__") != "builtins":
+                seen.setdefault(id(space), space)
+    return list(seen.values())
+
+
+class _Run:
+    """One seed's analysis: a scratch instance, the tape, the deadline and the guard."""
+
+    def __init__(self, env: Any, seed: int, call: Callable[..., Any], deadline: float) -> None:
+        self.env, self.seed, self.call, self.deadline = env, seed, call, deadline
+        self.tape = Tape(seed)
+
+    def reset(self, draws: list | None) -> tuple[str, str]:
+        if time.monotonic() > self.deadline:
+            raise TimeoutError("the analysis ran past its time budget")
+        if draws is None:
+            self.tape.record()
+        else:
+            self.tape.replay(draws)
+        obs = self.call(lambda: self.env.reset(seed=self.seed))[0]
+        return str(obs), str(self.call(self.env.solution))
+
+    def play(self, draws: list, actions: list[str], turns: int) -> tuple[tuple, bool]:
+        """What the agent sees after each action (observation, end flags), and whether won."""
+        self.reset(draws)
+        seen: list[tuple[str, bool, bool]] = []
+        for action in actions[:turns]:
+            obs, reward, terminated, truncated, _ = self.call(lambda a=action: self.env.step(a))
+            seen.append((str(obs), bool(terminated), bool(truncated)))
+            if terminated or truncated:
+                won = bool(terminated) and float(reward) >= 1.0
+                return tuple(seen), won
+        return tuple(seen), False
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()] or [text]
+
+
+def analyse(
+    env: Any,
+    seed: int,
+    probes: list[str],
+    turns: int,
+    call: Callable[..., Any] = lambda fn: fn(),
+    budget_s: float = 2.0,
+    sample: int = 0,
+) -> dict:
+    """The twin analysis of ``env`` (a scratch instance) on ``seed``; a JSON-able dict whose
+    ``outcome`` is "judged", "untraced" (reset's randomness is not all on the tape), "raised"
+    (the environment raised in a twin) or "budget" (out of time). A judged result has
+    ``bound``: the best win rate of an observation-only agent over the twins (1.0 when no twin
+    hides the answer or a response tells them apart). ``call`` runs each environment call
+    (the worker's guard). ``sample``: same-looking twins to draw (default ``3 * turns``)."""
+    run = _Run(env, seed, call, time.monotonic() + budget_s)
+    result: dict = {"outcome": "judged", "draws": 0, "twins": 0, "hidden": 0, "bound": 1.0}
+    try:
+        with instrumented(namespaces_of(type(env)), run.tape) as found:
+            if not found:
+                return {**result, "outcome": "untraced", "message": "no random names to trace"}
+            return _judge(run, probes, max(1, turns), sample or 3 * max(1, turns), result)
+    except TimeoutError as exc:
+        return {**result, "outcome": "budget", "message": str(exc)}
+    except Exception as exc:
+        if getattr(exc, "fatal", False):  # the worker's own fatal errors go to the host
+            raise
+        return {**result, "outcome": "raised", "message": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) -> dict:
+    first, answer = run.reset(None)
+    tape = run.tape.draws
+    result["draws"] = len(tape)
+    if not tape or run.reset(tape) != (first, answer):
+        why = "reset drew nothing from random" if not tape else "replaying the draws differs"
+        return {**result, "outcome": "untraced", "message": why}
+    rng = _random.Random(f"twins-pick-{run.seed}")
+    positions = list(range(max(0, len(tape) - 3), len(tape)))
+    earlier = [p for p in range(len(tape)) if p not in positions]
+    positions += rng.sample(earlier, min(len(earlier), SPREAD - len(positions)))
+    same: list[tuple[list, str]] = [(tape, answer)]
+    hidden: list[int] = []
+    for pos in positions:
+        draws = run.tape.changed(pos)
+        if draws is None:
+            continue
+        result["twins"] += 1
+        obs, sol = run.reset(draws)
+        if obs == first:
+            same.append((draws, sol))
+            hidden += [pos] if sol != answer else []
+    result["hidden"] = len(hidden)
+    if not hidden:
+        return result
+    # More twins: the draws from the last hidden one on are fresh (changing one draw of a
+    # rejection loop alone would mostly give back the original answer).
+    for _ in range(2 * sample):
+        if len(same) >= min(sample, MAX_SAMPLE):
+            break
+        draws = run.tape.changed(max(hidden), keep_rest=False)
+        if draws is not None:
+            obs, sol = run.reset(draws)
+            if obs == first:
+                same.append((draws, sol))
+    return _responses(run, same, probes, turns, result)
+
+
+def _responses(
+    run: _Run, same: list[tuple[list, str]], probes: list[str], turns: int, result: dict
+) -> dict:
+    """Play each twin's solution and each probe in every twin: a differing response among the
+    twins it does not win is information; else the bound from who wins what."""
+    plays = [_lines(sol) for _, sol in same]
+    plays = [p for i, p in enumerate(plays) if p not in plays[:i]]
+    per_guess = max(len(p) for p in plays)
+    guesses = max(1, turns // per_guess)
+    wins: list[set[int]] = []
+    evidence = ""
+    for actions in plays + [[p] for p in probes]:
+        seen: set[tuple] = set()
+        covered: set[int] = set()
+        for i, (draws, _) in enumerate(same):
+            view, won = run.play(draws, actions, turns)
+            if won:
+                covered.add(i)
+                continue
+            seen.add(view)
+            evidence = evidence or f"{actions[0][:60]} -> {' | '.join(o for o, _, _ in view)[:160]}"
+            if len(seen) > 1:
+                excerpt = " | ".join(o for o, _, _ in view)[:160]
+                return {**result, "distinguished": True, "twins_sampled": len(same),
+                        "evidence": f"{actions[0][:60]} -> {excerpt}"}  # fmt: skip
+        wins.append(covered)
+    best: set[int] = set()
+    for _ in range(guesses):  # greedy: the guess that wins the most twins not yet won
+        gain = max(wins, key=lambda w: len(w - best), default=set())
+        best |= gain
+    return {**result, "distinguished": False, "twins_sampled": len(same),
+            "answers": len(plays), "guesses": guesses, "bound": len(best) / len(same),
+            "evidence": evidence}  # fmt: skip
+
+
+def serve(host: Any, msg: dict) -> dict:
+    """The ``twins`` op: :func:`analyse` on a scratch instance of the open environment's class
+    (built with the kwargs it was opened with), every call under the worker's guard. What the
+    environment raises comes back as the outcome "raised"; only the worker's fatal errors
+    (memory, output, forbidden imports) end the call."""
+    env = host.require_env()
+    kwargs = (host.opened or {}).get("kwargs") or {}
+    probes = [str(p)[:2000] for p in msg.get("probes", [])][:8]
+    call = host.guarded_call
+    try:
+        scratch = call(lambda: type(env)(**kwargs))
+    except Exception as exc:
+        if getattr(exc, "fatal", False):
+            raise
+        return {"outcome": "raised", "draws": 0, "twins": 0, "hidden": 0, "bound": 1.0,
+                "message": f"constructing a scratch instance: {exc}"[:300]}  # fmt: skip
+    try:
+        return analyse(
+            scratch, int(msg["seed"]), probes, int(msg["turns"]), call,
+            budget_s=min(float(msg.get("budget_s", 2.0)), 30.0), sample=int(msg.get("sample", 0)),
+        )  # fmt: skip
+    finally:
+        close = getattr(scratch, "close", None)
+        if callable(close):
+            try:
+                call(close)
+            except Exception as exc:
+                if getattr(exc, "fatal", False):
+                    raise
