@@ -99,7 +99,7 @@ class CheckReport:
     """Seeds the twin analysis judged (more than ``seeds`` when some were privileged-only)."""
     feasibility_not_judged: dict[str, int] = field(default_factory=dict)
     """Why seeds were not judged: "untraced" (randomness outside Python's ``random``),
-    "raised", "budget" or "sandbox_<reason>" -> how many."""
+    "raised" (the environment raised in a twin) or "budget" (out of time) -> how many."""
 
 
 def check_env(

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Evidence
+from .play import fail
 
 __all__ = ["FEASIBILITY_SEEDS", "PRIVILEGED_BELOW", "Feasibility", "twins_of"]
 
@@ -42,7 +43,7 @@ class Feasibility:
     bounds: dict[int, float] = field(default_factory=dict)
     """Seed -> the best win rate of an observation-only agent (1.0: the information shows)."""
     not_judged: dict[str, int] = field(default_factory=dict)
-    """Outcome ("untraced", "raised", "budget", "sandbox_<reason>") -> seeds."""
+    """Outcome ("untraced", "raised", "budget") -> seeds."""
     evidence: dict[int, str] = field(default_factory=dict)
     """Seed -> a wrong guess and the reply every twin gave (privileged-only seeds)."""
 
@@ -114,16 +115,21 @@ def twins_of(
     env: Any, make: Callable[[], Any], seed: int, turns: int, probes: Sequence[str]
 ) -> dict:
     """One seed's twin analysis: in the worker of a sandboxed environment (its ``_twins``), or
-    in this process on a scratch instance from ``make``. Never raises for the environment: a
-    sandbox failure comes back as the outcome ``sandbox_<reason>``."""
+    in this process on a scratch instance from ``make``. What the environment raises in a twin
+    is the outcome "raised"; a call the sandbox stopped (timeout, crash, memory) is a
+    ContractError ``infeasible`` whose cause is the sandbox's error, as for any other check's
+    call (the corpus validator reports the sandbox's reason)."""
     remote = getattr(env, "_twins", None)
     if not callable(remote):
         return _in_process(env, make, seed, turns, list(probes))
     try:
         return dict(remote(seed, turns, list(probes), BUDGET_S))
-    except Exception as exc:  # a spade-sandbox error: timeout, crash, memory, bad reply
-        reason = getattr(getattr(exc, "reason", None), "value", None) or type(exc).__name__
-        return {"outcome": f"sandbox_{reason}", "message": str(exc)[:300]}
+    except Exception as exc:
+        raise fail(
+            "infeasible",
+            f"seed={seed}: the twin analysis (reset replayed with one random draw changed) ended with {type(exc).__name__}: {exc}; reset must finish for every draw",
+            exc,
+        ) from exc
 
 
 def judge(

@@ -282,13 +282,14 @@ class SandboxedEnv(WorkerLifecycle):
         """The indistinguishable-twins analysis of `seed` (see `spade_sandbox.analyse_twins`),
         run in the worker in one call on a scratch instance of the environment's class: a dict
         whose "outcome" is "judged" (with "bound"), "untraced", "raised" or "budget". The
-        environment's own instance and episode are left alone. `budget_s` stays below
-        `Limits.call_wall_s`, which ends a call that runs past it."""
+        environment's own instance and episode are left alone. `budget_s` is capped at a quarter
+        of `Limits.call_wall_s` (which ends a call that runs past it): the analysis stops
+        between resets when its budget is spent, and reports "budget"."""
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {type(seed).__name__}")
         probes = [p for p in (probes or []) if isinstance(p, str)]
         limits = self.config.limits
-        budget = max(0.1, min(budget_s, limits.call_wall_s / 2))
+        budget = max(0.1, min(budget_s, limits.call_wall_s / 4))
         message = {
             "op": "twins",
             "seed": seed,
