@@ -127,7 +127,7 @@ def test_a_hidden_secret_the_replies_narrow_is_accepted() -> None:
     report = se.check_env(se.load_env(HIGHER_LOWER), seeds=SEEDS)
     assert report.feasible_bound == 1.0
     assert report.privileged_only_seeds == 0
-    assert report.feasibility_seeds == len(SEEDS)
+    assert report.feasibility_seeds == 3  # three clean seeds of five settle the verdict
 
 
 def test_a_hidden_answer_no_reply_narrows_is_infeasible_in_process() -> None:
@@ -171,8 +171,13 @@ def test_a_twin_that_raises_is_a_typed_outcome_in_process() -> None:
 
 def test_seeds_are_added_only_where_some_seed_is_privileged_only() -> None:
     honest = se.check_env(se.load_env(HIGHER_LOWER), seeds=SEEDS[:3])
-    assert honest.feasibility_seeds == 3
-    assert FEASIBILITY_SEEDS > len(SEEDS)
+    assert honest.feasibility_seeds == 2
+    with pytest.raises(se.ContractError) as err:
+        se.check_env(se.load_env(TICKET), seeds=SEEDS[:3])
+    # Every seed is privileged-only: decided once more than half of FEASIBILITY_SEEDS are.
+    assert f"on {FEASIBILITY_SEEDS // 2 + 1} of {FEASIBILITY_SEEDS // 2 + 1} seeds" in str(
+        err.value
+    )
 
 
 _LOOPS = HIGHER_LOWER.replace(

@@ -280,6 +280,9 @@ def validate_source(
         max_first_observation_chars=result.max_first_observation_chars,
         probe_win_rate=result.probe_win_rate,
         probe_wins=result.probe_wins,
+        feasible_bound=result.feasible_bound,
+        privileged_only_seeds=result.privileged_only_seeds,
+        feasibility_not_judged=result.feasibility_not_judged,
         runtime_s=round(time.perf_counter() - runtime_start, 4),
         **(tool_checks or {}),
     )

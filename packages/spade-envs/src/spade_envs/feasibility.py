@@ -10,8 +10,9 @@ different answers and get the same replies to the same wrong guesses leave an ob
 agent one fixed sequence of guesses, whose best share of the twins bounds its win rate.
 
 A seed whose bound is below :data:`PRIVILEGED_BELOW` is *privileged-only*; when such seeds are
-more than half of the seeds judged, the game is ``infeasible``. A game with one such seed among
-the checker's seeds is judged on more seeds (up to :data:`FEASIBILITY_SEEDS`), as the probes
+more than half of the seeds judged, the game is ``infeasible``. Seeds are judged one at a time
+until the verdict is certain (a clean majority of the checker's seeds settles it); a game with
+a privileged-only seed is judged on more seeds (up to :data:`FEASIBILITY_SEEDS`), as the probes
 are when borderline. Randomness the analysis cannot trace (numpy, ``os.urandom``, ``secrets``,
 the clock, helpers in other modules) leaves a seed not judged, which the report records.
 """
@@ -139,18 +140,20 @@ def judge(
     turns: int,
     more: Callable[[list[int], int], list[int]],
 ) -> Feasibility:
-    """The twin analysis of each played ``(seed, probe actions)``; when some seed is
+    """The twin analysis of the played ``(seed, probe actions)``, one seed at a time until the
+    verdict over them is certain (three clean seeds of five settle it); once some seed is
     privileged-only, of further seeds from ``more(seeds, n)`` until the verdict over
     :data:`FEASIBILITY_SEEDS` seeds is certain."""
     result = Feasibility()
     probes = list(played[0][1]) if played else []
+    planned = len(played)
     for seed, actions in played:
         result.add(seed, twins_of(env, make, seed, turns, actions))
-    planned = max(FEASIBILITY_SEEDS, len(played))
-    if not result.privileged or result.decided(planned):
-        return result
+        planned = max(FEASIBILITY_SEEDS, len(played)) if result.privileged else planned
+        if result.decided(planned):
+            return result
     seeds = [s for s, _ in played]
-    for seed in more(seeds, planned - len(seeds)):
+    for seed in more(seeds, planned - len(seeds)) if result.privileged else []:
         result.add(seed, twins_of(env, make, seed, turns, probes))
         if result.decided(planned):
             break

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-SPREAD = 6
-"""Twins of the first pass: the last three draws and random earlier ones."""
+SPREAD = 5
+"""Twins of the first pass: the last three draws, the first one and a random one between."""
 MAX_SAMPLE = 48
 """The most same-looking twins drawn to estimate the bound (when the first pass found some)."""
 
@@ -146,15 +146,20 @@ class _Run:
         self.env, self.seed, self.call, self.deadline = env, seed, call, deadline
         self.tape = Tape(seed)
 
-    def reset(self, draws: list | None) -> tuple[str, str]:
+    def reset(self, draws: list | None) -> str:
+        """The first observation of a reset that records (``None``) or replays ``draws``."""
         if time.monotonic() > self.deadline:
             raise TimeoutError("the analysis ran past its time budget")
         if draws is None:
             self.tape.record()
         else:
             self.tape.replay(draws)
-        obs = self.call(lambda: self.env.reset(seed=self.seed))[0]
-        return str(obs), str(self.call(self.env.solution))
+        return str(self.call(lambda: self.env.reset(seed=self.seed))[0])
+
+    def answer(self) -> str:
+        """``solution()`` after the last reset (called only for twins that look alike: a
+        solver can cost more than the reset)."""
+        return str(self.call(self.env.solution))
 
     def play(self, draws: list, actions: list[str], turns: int) -> tuple[tuple, bool]:
         """What the agent sees after each action (observation, end flags), and whether won."""
@@ -204,27 +209,32 @@ def analyse(
 
 
 def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) -> dict:
-    first, answer = run.reset(None)
+    first = run.reset(None)
     tape = run.tape.draws
     result["draws"] = len(tape)
-    if not tape or run.reset(tape) != (first, answer):
-        why = "reset drew nothing from random" if not tape else "replaying the draws differs"
-        return {**result, "outcome": "untraced", "message": why}
+    if not tape:
+        return {**result, "outcome": "untraced", "message": "reset drew nothing from random"}
     rng = _random.Random(f"twins-pick-{run.seed}")
     positions = list(range(max(0, len(tape) - 3), len(tape)))
+    positions += [0] if 0 not in positions else []
     earlier = [p for p in range(len(tape)) if p not in positions]
     positions += rng.sample(earlier, min(len(earlier), SPREAD - len(positions)))
-    same: list[tuple[list, str]] = [(tape, answer)]
+    same: list[tuple[list, str]] = []
     hidden: list[int] = []
     for pos in positions:
         draws = run.tape.changed(pos)
         if draws is None:
             continue
         result["twins"] += 1
-        obs, sol = run.reset(draws)
-        if obs == first:
-            same.append((draws, sol))
-            hidden += [pos] if sol != answer else []
+        if run.reset(draws) != first:
+            continue  # the agent sees the change: the common case, and no solution() needed
+        sol = run.answer()
+        if not same:  # the original's answer, from a replay of its own draws
+            if run.reset(tape) != first:
+                return {**result, "outcome": "untraced", "message": "replaying the draws differs"}
+            same.append((tape, run.answer()))
+        same.append((draws, sol))
+        hidden += [pos] if sol != same[0][1] else []
     result["hidden"] = len(hidden)
     if not hidden:
         return result
@@ -234,10 +244,8 @@ def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) 
         if len(same) >= min(sample, MAX_SAMPLE):
             break
         draws = run.tape.changed(max(hidden), keep_rest=False)
-        if draws is not None:
-            obs, sol = run.reset(draws)
-            if obs == first:
-                same.append((draws, sol))
+        if draws is not None and run.reset(draws) == first:
+            same.append((draws, run.answer()))
     return _responses(run, same, probes, turns, result)
 
 
