@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-SPREAD = 5
-"""Twins of the first pass: the last three draws, the first one and a random one between."""
+SPREAD = 4
+"""Twins of the first pass: the last two draws, the first one and a random one between."""
 MAX_SAMPLE = 48
 """The most same-looking twins drawn to estimate the bound (when the first pass found some)."""
 
@@ -174,6 +174,10 @@ class _Run:
         return tuple(seen), False
 
 
+def _excerpt(actions: list[str], view: tuple) -> str:
+    return f"{actions[-1][:60]} -> {' | '.join(o for o, _, _ in view)[:160]}"
+
+
 def _lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()] or [text]
 
@@ -215,7 +219,7 @@ def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) 
     if not tape:
         return {**result, "outcome": "untraced", "message": "reset drew nothing from random"}
     rng = _random.Random(f"twins-pick-{run.seed}")
-    positions = list(range(max(0, len(tape) - 3), len(tape)))
+    positions = list(range(max(0, len(tape) - 2), len(tape)))
     positions += [0] if 0 not in positions else []
     earlier = [p for p in range(len(tape)) if p not in positions]
     positions += rng.sample(earlier, min(len(earlier), SPREAD - len(positions)))
@@ -238,6 +242,11 @@ def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) 
     result["hidden"] = len(hidden)
     if not hidden:
         return result
+    # The few twins so far first: a game whose replies tell them apart (the usual hidden
+    # secret) is settled without drawing more.
+    told = _responses(run, same, probes, turns, result, bound=False)
+    if told is not None:
+        return told
     # More twins: the draws from the last hidden one on are fresh (changing one draw of a
     # rejection loop alone would mostly give back the original answer).
     for _ in range(2 * sample):
@@ -246,35 +255,52 @@ def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) 
         draws = run.tape.changed(max(hidden), keep_rest=False)
         if draws is not None and run.reset(draws) == first:
             same.append((draws, run.answer()))
-    return _responses(run, same, probes, turns, result)
+    return _responses(run, same, probes, turns, result) or result
 
 
 def _responses(
-    run: _Run, same: list[tuple[list, str]], probes: list[str], turns: int, result: dict
-) -> dict:
-    """Play each twin's solution and each probe in every twin: a differing response among the
-    twins it does not win is information; else the bound from who wins what."""
+    run: _Run, same: list[tuple[list, str]], probes: list[str], turns: int, result: dict,
+    bound: bool = True,
+) -> dict | None:  # fmt: skip
+    """Play each probe and each twin's solution in every twin: a differing response among the
+    twins it does not win is information; else (with ``bound``) the bound from who wins what,
+    or None."""
     plays = [_lines(sol) for _, sol in same]
     plays = [p for i, p in enumerate(plays) if p not in plays[:i]]
     per_guess = max(len(p) for p in plays)
     guesses = max(1, turns // per_guess)
     wins: list[set[int]] = []
-    evidence = ""
-    for actions in plays + [[p] for p in probes]:
-        seen: set[tuple] = set()
+    shown = {"probe": "", "guess": ""}  # a losing reply, preferably to another twin's answer
+    for n, actions in enumerate([[p] for p in probes] + plays):
+        final: set[tuple] = set()  # whole replies, in the twins the actions do not win
+        before: set[tuple] = set()  # replies before the last action, where nothing won yet
         covered: set[int] = set()
         for i, (draws, _) in enumerate(same):
             view, won = run.play(draws, actions, turns)
             if won:
                 covered.add(i)
-                continue
-            seen.add(view)
-            evidence = evidence or f"{actions[0][:60]} -> {' | '.join(o for o, _, _ in view)[:160]}"
-            if len(seen) > 1:
-                excerpt = " | ".join(o for o, _, _ in view)[:160]
+            else:
+                final.add(view)
+                kind = "guess" if n >= len(probes) else "probe"
+                shown[kind] = shown[kind] or _excerpt(actions, view)
+            if not won or len(view) >= len(actions):
+                before.add(view[: len(actions) - 1])
+            if len(final) > 1 or len(before) > 1:
                 return {**result, "distinguished": True, "twins_sampled": len(same),
-                        "evidence": f"{actions[0][:60]} -> {excerpt}"}  # fmt: skip
+                        "evidence": _excerpt(actions, view)}  # fmt: skip
         wins.append(covered)
+    evidence = shown["guess"] or shown["probe"]
+    if all(len(won) == len(same) for won in wins[len(probes) :]):
+        # Every twin's solution wins in every twin: the hidden draws change how solution()
+        # writes the answer, not which answers win.
+        return {
+            **result,
+            "distinguished": False,
+            "interchangeable": True,
+            "twins_sampled": len(same),
+        }
+    if not bound:
+        return None
     best: set[int] = set()
     for _ in range(guesses):  # greedy: the guess that wins the most twins not yet won
         gain = max(wins, key=lambda w: len(w - best), default=set())
