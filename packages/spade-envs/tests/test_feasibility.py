@@ -196,7 +196,8 @@ def config():
 def test_the_sandboxed_path_rejects_and_accepts_as_in_process(config) -> None:
     with pytest.raises(se.ContractError) as err:
         se.check_env(se.load_env(TICKET, sandbox=True, sandbox_config=config), seeds=SEEDS)
-    assert err.value.code == "infeasible"
+    assert err.value.code == "infeasible" and err.value.__cause__ is None
+    assert "solution() wins" in err.value.message
     report = se.check_env(
         se.load_env(HIGHER_LOWER, sandbox=True, sandbox_config=config), seeds=SEEDS
     )

@@ -33,6 +33,9 @@ PRIVILEGED_BELOW = 0.5
 """A seed whose observation-only win-rate bound is below this is privileged-only."""
 FEASIBILITY_SEEDS = 40
 """The most seeds judged when some of the checker's seeds are privileged-only."""
+SPREAD_FIRST, SPREAD_NEXT = 4, 2
+"""Twins of the first seed judged (the last two draws, the first, one between) and of the
+others (the last two draws: where an answer drawn after the question sits)."""
 BUDGET_S = 2.0
 """Time for one seed's analysis (a sandboxed call also stays within half its wall limit)."""
 
@@ -93,7 +96,7 @@ class Feasibility:
 
 
 def _in_process(
-    env: Any, make: Callable[[], Any], seed: int, turns: int, probes: list[str]
+    make: Callable[[], Any], seed: int, turns: int, probes: list[str], spread: int
 ) -> dict:
     try:
         sandbox = importlib.import_module("spade_sandbox")
@@ -104,7 +107,9 @@ def _in_process(
     except Exception as exc:
         return {"outcome": "raised", "message": f"constructing: {type(exc).__name__}: {exc}"}
     try:
-        return dict(sandbox.analyse_twins(scratch, seed, probes, turns, budget_s=BUDGET_S))
+        return dict(
+            sandbox.analyse_twins(scratch, seed, probes, turns, budget_s=BUDGET_S, spread=spread)
+        )
     finally:
         try:
             scratch.close()
@@ -113,7 +118,12 @@ def _in_process(
 
 
 def twins_of(
-    env: Any, make: Callable[[], Any], seed: int, turns: int, probes: Sequence[str]
+    env: Any,
+    make: Callable[[], Any],
+    seed: int,
+    turns: int,
+    probes: Sequence[str],
+    spread: int = 4,
 ) -> dict:
     """One seed's twin analysis: in the worker of a sandboxed environment (its ``_twins``), or
     in this process on a scratch instance from ``make``. What the environment raises in a twin
@@ -122,9 +132,9 @@ def twins_of(
     call (the corpus validator reports the sandbox's reason)."""
     remote = getattr(env, "_twins", None)
     if not callable(remote):
-        return _in_process(env, make, seed, turns, list(probes))
+        return _in_process(make, seed, turns, list(probes), spread)
     try:
-        return dict(remote(seed, turns, list(probes), BUDGET_S))
+        return dict(remote(seed, turns, list(probes), BUDGET_S, spread))
     except Exception as exc:
         raise fail(
             "infeasible",
@@ -147,14 +157,15 @@ def judge(
     result = Feasibility()
     probes = list(played[0][1]) if played else []
     planned = len(played)
-    for seed, actions in played:
-        result.add(seed, twins_of(env, make, seed, turns, actions))
+    for index, (seed, actions) in enumerate(played):
+        spread = SPREAD_NEXT if index else SPREAD_FIRST
+        result.add(seed, twins_of(env, make, seed, turns, actions, spread))
         planned = max(FEASIBILITY_SEEDS, len(played)) if result.privileged else planned
         if result.decided(planned):
             return result
     seeds = [s for s, _ in played]
     for seed in more(seeds, planned - len(seeds)) if result.privileged else []:
-        result.add(seed, twins_of(env, make, seed, turns, probes))
+        result.add(seed, twins_of(env, make, seed, turns, probes, SPREAD_NEXT))
         if result.decided(planned):
             break
     return result

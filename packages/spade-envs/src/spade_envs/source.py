@@ -113,12 +113,14 @@ class _SandboxedEnvironment:
         """Start an episode from a copy of the kept state; False when none is kept."""
         return bool(self._live().restore(key))
 
-    def _twins(self, seed: int, turns: int, probes: list[str], budget_s: float) -> dict:
+    def _twins(
+        self, seed: int, turns: int, probes: list[str], budget_s: float, spread: int
+    ) -> dict:
         """The worker's twin analysis of ``seed`` (:mod:`spade_envs.feasibility`)."""
         twins = getattr(self._live(), "twins", None)
         if not callable(twins):
             return {"outcome": "untraced", "message": "this sandbox handle has no twins call"}
-        return dict(twins(seed, turns, probes, budget_s))
+        return dict(twins(seed, turns, probes, budget_s, spread))
 
     def _live(self) -> Any:
         if self._closed:  # the handle may serve another episode by now

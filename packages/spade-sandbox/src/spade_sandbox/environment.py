@@ -277,8 +277,9 @@ class SandboxedEnv(WorkerLifecycle):
         return True
 
     def twins(
-        self, seed: int, turns: int, probes: list[str] | None = None, budget_s: float = 2.0
-    ) -> dict:
+        self, seed: int, turns: int, probes: list[str] | None = None, budget_s: float = 2.0,
+        spread: int = 4,
+    ) -> dict:  # fmt: skip
         """The indistinguishable-twins analysis of `seed` (see `spade_sandbox.analyse_twins`),
         run in the worker in one call on a scratch instance of the environment's class: a dict
         whose "outcome" is "judged" (with "bound"), "untraced", "raised" or "budget". The
@@ -295,6 +296,7 @@ class SandboxedEnv(WorkerLifecycle):
             "seed": seed,
             "turns": turns,
             "probes": probes,
+            "spread": spread,
             "budget_s": budget,
         }
         value = self._request(message, limits.call_wall_s, limits.max_output_bytes)

@@ -142,8 +142,11 @@ def namespaces_of(cls: type) -> list[dict]:
 class _Run:
     """One seed's analysis: a scratch instance, the tape, the deadline and the guard."""
 
-    def __init__(self, env: Any, seed: int, call: Callable[..., Any], deadline: float) -> None:
+    def __init__(
+        self, env: Any, seed: int, call: Callable[..., Any], deadline: float, spread: int
+    ) -> None:
         self.env, self.seed, self.call, self.deadline = env, seed, call, deadline
+        self.spread = spread
         self.tape = Tape(seed)
 
     def reset(self, draws: list | None) -> str:
@@ -190,14 +193,16 @@ def analyse(
     call: Callable[..., Any] = lambda fn: fn(),
     budget_s: float = 2.0,
     sample: int = 0,
+    spread: int = SPREAD,
 ) -> dict:
     """The twin analysis of ``env`` (a scratch instance) on ``seed``; a JSON-able dict whose
     ``outcome`` is "judged", "untraced" (reset's randomness is not all on the tape), "raised"
     (the environment raised in a twin) or "budget" (out of time). A judged result has
     ``bound``: the best win rate of an observation-only agent over the twins (1.0 when no twin
     hides the answer or a response tells them apart). ``call`` runs each environment call
-    (the worker's guard). ``sample``: same-looking twins to draw (default ``3 * turns``)."""
-    run = _Run(env, seed, call, time.monotonic() + budget_s)
+    (the worker's guard). ``sample``: same-looking twins to draw (default ``3 * turns``).
+    ``spread``: twins of the first pass (the last two draws, then the first, then others)."""
+    run = _Run(env, seed, call, time.monotonic() + budget_s, max(1, min(spread, 16)))
     result: dict = {"outcome": "judged", "draws": 0, "twins": 0, "hidden": 0, "bound": 1.0}
     try:
         with instrumented(namespaces_of(type(env)), run.tape) as found:
@@ -218,12 +223,13 @@ def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) 
     result["draws"] = len(tape)
     if not tape:
         return {**result, "outcome": "untraced", "message": "reset drew nothing from random"}
+    answer = run.answer()
     rng = _random.Random(f"twins-pick-{run.seed}")
     positions = list(range(max(0, len(tape) - 2), len(tape)))
-    positions += [0] if 0 not in positions else []
+    positions += [0] if 0 not in positions and run.spread > 2 else []
     earlier = [p for p in range(len(tape)) if p not in positions]
-    positions += rng.sample(earlier, min(len(earlier), SPREAD - len(positions)))
-    same: list[tuple[list, str]] = []
+    positions += rng.sample(earlier, max(0, min(len(earlier), run.spread - len(positions))))
+    same: list[tuple[list, str]] = [(tape, answer)]
     hidden: list[int] = []
     for pos in positions:
         draws = run.tape.changed(pos)
@@ -232,16 +238,13 @@ def _judge(run: _Run, probes: list[str], turns: int, sample: int, result: dict) 
         result["twins"] += 1
         if run.reset(draws) != first:
             continue  # the agent sees the change: the common case, and no solution() needed
-        sol = run.answer()
-        if not same:  # the original's answer, from a replay of its own draws
-            if run.reset(tape) != first:
-                return {**result, "outcome": "untraced", "message": "replaying the draws differs"}
-            same.append((tape, run.answer()))
-        same.append((draws, sol))
-        hidden += [pos] if sol != same[0][1] else []
+        same.append((draws, run.answer()))
+        hidden += [pos] if same[-1][1] != answer else []
     result["hidden"] = len(hidden)
     if not hidden:
         return result
+    if run.reset(tape) != first or run.answer() != answer:  # randomness off the tape
+        return {**result, "outcome": "untraced", "message": "replaying the draws differs"}
     # The few twins so far first: a game whose replies tell them apart (the usual hidden
     # secret) is settled without drawing more.
     told = _responses(run, same, probes, turns, result, bound=False)
@@ -330,6 +333,7 @@ def serve(host: Any, msg: dict) -> dict:
         return analyse(
             scratch, int(msg["seed"]), probes, int(msg["turns"]), call,
             budget_s=min(float(msg.get("budget_s", 2.0)), 30.0), sample=int(msg.get("sample", 0)),
+            spread=int(msg.get("spread", SPREAD)),
         )  # fmt: skip
     finally:
         close = getattr(scratch, "close", None)
