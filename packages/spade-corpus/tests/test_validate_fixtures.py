@@ -11,7 +11,14 @@ from spade_corpus.validate import VALIDATION_REASONS, validate_source
 
 FIXTURES = sorted((Path(__file__).parent / "bad_envs").glob("*.py"))
 #: Reasons that judge the game's play; each rejection for one carries evidence.
-JUDGED = {"probe_wins", "solution_leaked", "solution_fails", "hint_leaked", "hint_is_answer"}
+JUDGED = {
+    "probe_wins",
+    "solution_leaked",
+    "solution_fails",
+    "hint_leaked",
+    "hint_is_answer",
+    "infeasible",
+}
 HINT = "Binary search: guess the midpoint of the numbers still possible."
 
 
