@@ -195,15 +195,7 @@ def validate_source(
     state in the worker; the same report, 1.3-1.5x faster on the example corpus); False resets
     for real every time.
     """
-    if pool is not None and config is not None and config != pool.config:
-        raise ValueError("pass either a pool or a config, not a pool with a different config")
-    if skill is not None and skill not in (*se.SKILLS, se.TOOL_USE):
-        raise ValueError(
-            f"unknown skill {skill!r}; use one of {', '.join((*se.SKILLS, se.TOOL_USE))}"
-        )
-    seeds = tuple(seeds)
-    if not seeds:
-        raise ValueError("validate_source needs at least one seed")
+    seeds = _checked_arguments(pool, config, skill, seeds)
     if mode == "compat":  # the released code's rules, kept apart from the strict pipeline
         return validate_compat(
             source, max_turns=max_turns, config=config, pool=pool, env_id=env_id, seeds=seeds
@@ -213,14 +205,8 @@ def validate_source(
     config = pool.config if pool is not None else config or ss.SandboxConfig.from_env()
     start = time.perf_counter()
 
-    def report(
-        valid: bool,
-        reason: str | None,
-        message: str,
-        stage: str,
-        checks: dict[str, Any],
-        **extra: Any,
-    ) -> ValidationReport:
+    def report(valid: bool, reason: str | None, message: str, stage: str,
+               checks: dict[str, Any], **extra: Any) -> ValidationReport:  # fmt: skip
         return ValidationReport(
             valid, reason, message, stage, checks, time.perf_counter() - start, env_id, **extra
         )
@@ -233,46 +219,52 @@ def validate_source(
             max_source_bytes=max_source_bytes,
         )
     except StructuralRejection as exc:
-        return report(
-            False,
-            exc.code,
-            one_line(exc.message),
-            "structural",
-            {"structural_s": round(time.perf_counter() - start, 4)},
-        )
+        elapsed = {"structural_s": round(time.perf_counter() - start, 4)}
+        return report(False, exc.code, one_line(exc.message), "structural", elapsed)
     checks["structural_s"] = round(time.perf_counter() - start, 4)
     runtime_start = time.perf_counter()
     tool_use = se.TOOL_USE in (skill, checks.get("declared_skill"))
     tool_checks: dict[str, Any] | None = {} if tool_use else None
     try:
-        result = _run_checks(
-            source,
-            hint,
-            checks["class_name"],
-            max_turns,
-            seeds,
-            config,
-            pool,
-            tool_checks,
-            reuse_resets,
-        )
+        result = _run_checks(source, hint, checks["class_name"], max_turns, seeds, config,
+                             pool, tool_checks, reuse_resets)  # fmt: skip
     except RuntimeFailure as exc:
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
-        return report(
-            False,
-            exc.reason,
-            exc.message,
-            "runtime",
-            checks,
-            infrastructure=exc.infrastructure,
-            sandbox_reason=exc.sandbox_reason,
-            evidence=exc.evidence,
-        )
+        return report(False, exc.reason, exc.message, "runtime", checks,
+                      infrastructure=exc.infrastructure, sandbox_reason=exc.sandbox_reason,
+                      evidence=exc.evidence)  # fmt: skip
     except Exception as exc:  # a validator bug must not be scored as the environment's fault
         checks["runtime_s"] = round(time.perf_counter() - runtime_start, 4)
         message = one_line(f"the validator failed: {type(exc).__name__}: {exc}")
         return report(False, "validator_error", message, "runtime", checks, infrastructure=True)
-    checks.update(
+    checks.update(_passed_checks(result), runtime_s=round(time.perf_counter() - runtime_start, 4),
+                  **(tool_checks or {}))  # fmt: skip
+    message = f"passed: {len(result.seeds)} seeds, {result.steps} probe steps, solution wins in {result.solution_turns} turn(s)"
+    return report(True, None, message, "runtime", checks)
+
+
+def _checked_arguments(
+    pool: ss.SandboxPool | None,
+    config: ss.SandboxConfig | None,
+    skill: str | None,
+    seeds: Sequence[int],
+) -> tuple[int, ...]:
+    """The seeds as a tuple; ValueError for a pool with another config, an unknown skill or
+    no seed."""
+    if pool is not None and config is not None and config != pool.config:
+        raise ValueError("pass either a pool or a config, not a pool with a different config")
+    if skill is not None and skill not in (*se.SKILLS, se.TOOL_USE):
+        raise ValueError(
+            f"unknown skill {skill!r}; use one of {', '.join((*se.SKILLS, se.TOOL_USE))}"
+        )
+    if not tuple(seeds):
+        raise ValueError("validate_source needs at least one seed")
+    return tuple(seeds)
+
+
+def _passed_checks(result: se.CheckReport) -> dict[str, Any]:
+    """What a passed environment's report records of its checks."""
+    return dict(
         seeds=list(result.seeds),
         probe_episodes=result.probe_episodes,
         steps=result.steps,
@@ -283,11 +275,7 @@ def validate_source(
         feasible_bound=result.feasible_bound,
         privileged_only_seeds=result.privileged_only_seeds,
         feasibility_not_judged=result.feasibility_not_judged,
-        runtime_s=round(time.perf_counter() - runtime_start, 4),
-        **(tool_checks or {}),
     )
-    message = f"passed: {len(result.seeds)} seeds, {result.steps} probe steps, solution wins in {result.solution_turns} turn(s)"
-    return report(True, None, message, "runtime", checks)
 
 
 def _validate_item(

@@ -147,22 +147,8 @@ def check_env(
 
     run = CheckRun(factory, env, max_turns, max_observation_chars, kwargs, hint, check_solution)
     run.reuse_resets = reuse_resets
-    todo = list(seeds)
     try:
-        while todo:
-            played = SeedPlay(todo.pop(0))
-            run.seeds_left = len(todo)
-            for _, per_seed, check, _ in CHECKS:
-                if per_seed:
-                    check(run, played)
-            run.played.append(played)
-            run.tally.add_seed(played.probes, played.solution_play, played.first)
-            # Borderline probe statistics: more seeds (drawn from those played), up to max_seeds.
-            if not todo and run.tally.borderline() and len(run.played) < max_seeds:
-                todo = more_seeds([s.seed for s in run.played], 1)
-        for _, per_seed, check, _ in CHECKS:
-            if not per_seed:
-                check(run)
+        _run_checks(run, list(seeds), max_seeds)
     except BaseException:
         close_quietly(env)
         raise
@@ -170,6 +156,29 @@ def check_env(
         env.close()
     except Exception as exc:
         raise fail("close_raised", f"close() raised {type(exc).__name__}: {exc}", exc) from exc
+    return _report(run)
+
+
+def _run_checks(run: CheckRun, todo: list[int], max_seeds: int) -> None:
+    """The per-seed checks on each seed (more seeds while the probes are borderline, up to
+    ``max_seeds``), then the checks across seeds."""
+    while todo:
+        played = SeedPlay(todo.pop(0))
+        run.seeds_left = len(todo)
+        for _, per_seed, check, _ in CHECKS:
+            if per_seed:
+                check(run, played)
+        run.played.append(played)
+        run.tally.add_seed(played.probes, played.solution_play, played.first)
+        # Borderline probe statistics: more seeds (drawn from those played), up to max_seeds.
+        if not todo and run.tally.borderline() and len(run.played) < max_seeds:
+            todo = more_seeds([s.seed for s in run.played], 1)
+    for _, per_seed, check, _ in CHECKS:
+        if not per_seed:
+            check(run)
+
+
+def _report(run: CheckRun) -> CheckReport:
     return CheckReport(
         tuple(s.seed for s in run.played),
         run.tally.episodes,
