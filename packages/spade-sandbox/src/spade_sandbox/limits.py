@@ -61,7 +61,9 @@ class Limits:
     mem_mib: int = 512
     """Address-space limit of the worker (RLIMIT_AS)."""
     max_procs: int = 16
-    """Processes and threads (RLIMIT_NPROC, counted per uid; new processes are refused anyway)."""
+    """Processes and threads (RLIMIT_NPROC; new processes are refused anyway). The kernel counts
+    every task of the uid: started as root, each worker drops to uid 65534, so the workers of
+    every sandbox on the machine share this count."""
     max_file_mib: int = 16
     """Largest file the environment may write (RLIMIT_FSIZE)."""
     max_disk_mib: int = 64
