@@ -222,3 +222,56 @@ def test_a_twin_that_loops_is_stopped_and_typed(config) -> None:
     with pytest.raises(se.ContractError) as err:
         se.check_env(factory, seeds=SEEDS[:2])
     assert err.value.code == "infeasible" and isinstance(err.value.__cause__, ss.SandboxTimeout)
+
+
+# The designer's slip a helper found: an f-string without its ``f`` asks about numbers the
+# agent never sees, and the first boxed answer ends the episode, so one guess is all it gets.
+UNSHOWN_OPERANDS = '''
+import random
+import re
+
+
+class MathPuzzleEnv:
+    """Add two numbers."""
+
+    def __init__(self, max_turns=10, **kwargs):
+        self.max_turns = max_turns
+        self.answer = ""
+        self._turn = 0
+        self._done = True
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        a, b = rng.randint(1, 20), rng.randint(1, 20)
+        self.answer = str(a + b)
+        self._turn = 0
+        self._done = False
+        return "What is {a} plus {b}? Answer in \\\\boxed{}.", {}
+
+    def step(self, action):
+        if self._done:
+            return "The episode is over.", 0.0, True, False, {}
+        self._turn += 1
+        found = re.findall(r"\\\\boxed\\{([^{}]*)\\}", action)
+        if found:
+            self._done = True
+            won = found[-1].strip() == self.answer
+            return ("Correct!" if won else "Wrong."), (1.0 if won else 0.0), True, False, {}
+        truncated = self._turn >= self.max_turns
+        self._done = truncated
+        return "Answer in \\\\boxed{}.", 0.0, False, truncated, {}
+
+    def solution(self):
+        return f"\\\\boxed{{{self.answer}}}"
+
+    def close(self):
+        pass
+'''
+
+
+def test_one_guess_at_numbers_never_shown_is_infeasible() -> None:
+    # Sums of two numbers repeat, so ten guesses would cover most twins; but a wrong answer
+    # ends the episode: the bound counts the guesses the game allows, not max_turns.
+    with pytest.raises(se.ContractError) as caught:
+        se.check_env(se.load_env(UNSHOWN_OPERANDS), seeds=SEEDS)
+    assert caught.value.code == "infeasible", caught.value.message

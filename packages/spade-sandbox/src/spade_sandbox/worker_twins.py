@@ -8,7 +8,8 @@ feedback reveals: higher/lower, mastermind), so the twins then play the same wro
 (each other's solutions and the host's probe actions); a response that differs between twins
 shows that information reaches the agent. When none differs, the twins are indistinguishable
 and an agent that sees only observations plays one fixed sequence of guesses in all of them:
-the share of twins its best ``turns``-long sequence wins bounds its win rate on that seed.
+the share of twins its best ``turns``-long sequence wins bounds its win rate on that seed
+(one guess when a wrong answer ends the episode).
 
 Only draws through the environment module's own names are traced (``random`` itself, its
 ``Random`` class, functions imported ``from random import ...``, module-level generators); the
@@ -273,6 +274,7 @@ def _responses(
     per_guess = max(len(p) for p in plays)
     guesses = max(1, turns // per_guess)
     wins: list[set[int]] = []
+    ended = False  # a wrong answer (another twin's) ended the episode: one guess per episode
     shown = {"probe": "", "guess": ""}  # a losing reply, preferably to another twin's answer
     for n, actions in enumerate([[p] for p in probes] + plays):
         final: set[tuple] = set()  # whole replies, in the twins the actions do not win
@@ -284,6 +286,7 @@ def _responses(
                 covered.add(i)
             else:
                 final.add(view)
+                ended |= n >= len(probes) and bool(view) and (view[-1][1] or view[-1][2])
                 kind = "guess" if n >= len(probes) else "probe"
                 shown[kind] = shown[kind] or _excerpt(actions, view)
             if not won or len(view) >= len(actions):
@@ -304,6 +307,7 @@ def _responses(
         }
     if not bound:
         return None
+    guesses = 1 if ended else guesses
     best: set[int] = set()
     for _ in range(guesses):  # greedy: the guess that wins the most twins not yet won
         gain = max(wins, key=lambda w: len(w - best), default=set())
