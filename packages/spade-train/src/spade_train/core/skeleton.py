@@ -1,0 +1,115 @@
+"""The code skeleton of a ``designer.skeleton: holes`` designer: our template writes a game's
+fixed parts and the policy writes only the hole, the puzzle itself.
+
+A 135M designer that writes whole programs mostly breaks the parts every game shares: it
+returns a bare string from ``reset()``, renames the class, forgets the turn counting, or runs
+out of tokens before the end. Here the reply is prefilled with the program up to the middle of
+``reset()`` (imports, the class line with its name and skill, ``__init__``, the seeded
+``rng``), the policy writes the lines that make up one puzzle from ``rng`` (``self.answer``
+and ``text``, the question), and generation stops where its ``reset()`` body would return or
+a new method or block would start. :func:`assemble` then closes the program with the template's
+suffix: ``reset()`` returning ``(observation, info)``, a ``step()`` that reads the last
+``\\boxed{...}`` and ends the episode at the first answer (1.0 only for the stored one: no
+second guess, so a small answer set cannot be tried through), a reply without a box costing a
+turn of ``max_turns``, and ``solution()`` returning the stored answer.
+
+The prefix is part of the prompt (an assistant prefill, as the scaffold's opening fence), so
+its tokens are context with loss mask 0; the trained tokens are exactly the hole the policy
+sampled. The suffix is appended text only: it is validated and played with the hole, never
+trained and never shown to the policy. The template is written apart from the starter games'
+form (its own answer reader, no "higher/lower" feedback, no partial score), so a design is a
+near copy of a shipped game only when its hole copies one.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SKELETON_STOP", "assemble", "class_name", "hole_of", "prefix", "suffix"]
+
+SKELETON_STOP: tuple[str, ...] = (
+    "\n        return",
+    "\n    def ",
+    "\n    @",
+    "\nclass ",
+    "\ndef ",
+    "\nif __name__",
+    "\n```",
+)
+"""Where the hole ends: its own ``return`` of ``reset()`` (the template writes that one), the
+next method, a new top-level block, or the closing fence."""
+
+_PREFIX = """import random
+import re
+
+
+class __NAME__:
+    skill = "__SKILL__"
+
+    def __init__(self, max_turns=3, **kwargs):
+        self.max_turns = max_turns
+        self.answer, self.question = "", ""
+        self.turn, self.done = 0, True
+
+    def reset(self, seed=None):
+        rng = random.Random(seed)
+        self.turn, self.done = 0, False
+        # A new puzzle drawn from rng: set self.answer (a number or one word, never shown)
+        # and text (the question; it must not contain the answer).
+"""
+
+_SUFFIX = r"""
+        self.question = str(text)
+        return f"{self.question} One answer only. Reply \\boxed{{ANSWER}}.", {}
+
+    def read(self, action):
+        found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
+        return found[-1].strip().lower() if found else None
+
+    def step(self, action):
+        if self.done:
+            return "The game is over.", 0.0, True, False, {}
+        self.turn += 1
+        guess = self.read(action)
+        if guess is not None:
+            self.done = True
+            if guess == str(self.answer).strip().lower():
+                return "Correct!", 1.0, True, False, {}
+            return "That is not it.", 0.0, True, False, {}
+        self.done = self.turn >= self.max_turns
+        return "Put one answer in \\boxed{}.", 0.0, self.done, False, {}
+
+    def solution(self):
+        return f"\\boxed{{{self.answer}}}"
+
+    def close(self):
+        pass
+"""
+
+
+def class_name(skill: str) -> str:
+    """The class the template declares for ``skill`` (letters of the skill, then ``PuzzleEnv``)."""
+    letters = "".join(ch for ch in skill.title() if ch.isalnum())
+    return f"{letters or 'Game'}PuzzleEnv"
+
+
+def prefix(skill: str) -> str:
+    """The program up to the hole (what the reply is prefilled with, after the code fence)."""
+    return _PREFIX.replace("__NAME__", class_name(skill)).replace("__SKILL__", skill)
+
+
+def suffix() -> str:
+    """The program after the hole (appended to the policy's lines, never trained)."""
+    return _SUFFIX
+
+
+def hole_of(generated: str) -> str:
+    """The policy's lines of a reply: its text up to the first stop string, trailing blanks
+    removed (a reply that ran out of tokens is kept whole)."""
+    cuts = [i for i in (generated.find(s) for s in SKELETON_STOP) if i >= 0]
+    return generated[: min(cuts)].rstrip() if cuts else generated.rstrip()
+
+
+def assemble(prefill: str, generated: str) -> str:
+    """The complete reply of a skeleton designer: ``prefill`` (the code fence and the
+    template's prefix, as the prompt ended), the policy's hole, the template's suffix and
+    the closing fence."""
+    return prefill + hole_of(generated) + _SUFFIX + "```"
