@@ -23,7 +23,7 @@ from spade_train.types import Generation
 PRODUCT = (
     "        a, b = rng.randint(11, 49), rng.randint(11, 49)\n"
     "        self.answer = a * b\n"
-    '        text = f"What is {a} times {b}?"\n'
+    '        return f"What is {a} times {b}?"\n'
 )
 
 
@@ -33,12 +33,10 @@ def _program(hole: str, skill: str = "Math") -> str:
     return reply[len(SCAFFOLD_PREFILL) : -len("```")]
 
 
-def test_the_hole_ends_where_reset_would_return_or_a_new_method_starts() -> None:
-    assert sk.hole_of(PRODUCT + "        return text, {}\n\n    def step(self):") == (
-        PRODUCT.rstrip()
-    )
+def test_the_hole_ends_where_a_new_method_or_block_starts() -> None:
     assert sk.hole_of(PRODUCT + "\n    def step(self, action):\n") == PRODUCT.rstrip()
     assert sk.hole_of(PRODUCT + "\n```\nHINT: multiply") == PRODUCT.rstrip()
+    assert sk.hole_of(PRODUCT + "\nif __name__ == '__main__':\n") == PRODUCT.rstrip()
     assert sk.hole_of("        x = 1\n        y = 2") == "        x = 1\n        y = 2"  # no stop
 
 
@@ -49,16 +47,18 @@ def test_an_assembled_program_with_a_real_puzzle_passes_the_strict_validator() -
 
 
 def test_an_assembled_program_that_shows_its_answer_is_rejected() -> None:
-    leak = "        self.answer = rng.randint(100, 999)\n        text = f'Say {self.answer}.'\n"
+    leak = "        self.answer = rng.randint(100, 999)\n        return f'Say {self.answer}.'\n"
     report = sc.validate_source(_program(leak), "Read it.", skill="Math")
     assert not report.valid and report.reason == "solution_leaked"
 
 
-def test_a_hole_that_never_sets_text_fails_in_reset() -> None:
+def test_a_starter_style_pair_is_read_and_a_missing_question_fails_in_reset() -> None:
+    pair = PRODUCT.replace("return f", "text = f") + "        return text, {}\n"
+    assert sc.validate_source(_program(pair), "Multiply.", skill="Math").valid
     report = sc.validate_source(
         _program("        self.answer = rng.randint(1, 99)\n"), "Guess.", skill="Math"
     )
-    assert not report.valid and "reset" in (report.message or "")
+    assert not report.valid and "make() must return the question text" in (report.message or "")
 
 
 def test_the_template_alone_is_no_near_copy_of_a_shipped_game() -> None:
@@ -76,8 +76,8 @@ def test_the_skeleton_prefills_the_scaffolded_prompt_with_the_template_prefix() 
 def test_a_skeleton_reply_is_the_prefill_the_hole_and_the_suffix() -> None:
     cfg = load_recipe("quickstart", ["designer.skeleton=holes"])
     conv = build_designer_messages("Math", compact=True, scaffold=True, skeleton=True)
-    text = reply_text(cfg, conv, PRODUCT + "        return text\n    def step(")
-    assert text == SCAFFOLD_PREFILL + sk.prefix("Math") + PRODUCT.rstrip() + sk.suffix() + "```"
+    text = reply_text(cfg, conv, PRODUCT + "\n    def step(")
+    assert text == SCAFFOLD_PREFILL + sk.prefix("Math") + PRODUCT.rstrip() + "\n```"
     off = load_recipe("quickstart", [])
     assert off.designer.skeleton == "off"
     scaffold_conv = build_designer_messages("Math", compact=True, scaffold=True)
@@ -125,7 +125,7 @@ def test_a_skeleton_design_trains_only_the_hole_the_policy_wrote() -> None:
             "cold_start.enabled=false",
         ],
     )
-    hole = PRODUCT + "        return text, {}\n"
+    hole = PRODUCT
     backend = ForcedHole(hole, "HINT: Multiply.", **cfg.backend.backend_kwargs(cfg.seed))
     memory = sc.EnvironmentMemory(capacity=4)
     (d,) = s_design.design(cfg, backend, 1, memory, NO_GROUNDING, QUIET)
@@ -137,4 +137,4 @@ def test_a_skeleton_design_trains_only_the_hole_the_policy_wrote() -> None:
     trained = [t for t, m in zip(sample.input_ids, sample.loss_mask, strict=True) if m]
     assert backend.tokenizer.decode(trained) == hole  # the policy's tokens, nothing else
     assert sum(sample.loss_mask) == len(d.generation.completion_ids)
-    assert "def step(self, action):" in (d.source or "")  # the suffix: validated, never trained
+    assert "def step(self, action):" in prompt  # the template's step: prompt, never trained
