@@ -77,7 +77,7 @@ def test_a_skeleton_reply_is_the_prefill_the_hole_and_the_suffix() -> None:
     cfg = load_recipe("quickstart", ["designer.skeleton=holes"])
     conv = build_designer_messages("Math", compact=True, scaffold=True, skeleton=True)
     text = reply_text(cfg, conv, PRODUCT + "\n    def step(")
-    assert text == SCAFFOLD_PREFILL + sk.prefix("Math") + PRODUCT.rstrip() + "\n```"
+    assert text == SCAFFOLD_PREFILL + sk.prefix("Math") + PRODUCT.rstrip() + sk.suffix() + "```"
     off = load_recipe("quickstart", [])
     assert off.designer.skeleton == "off"
     scaffold_conv = build_designer_messages("Math", compact=True, scaffold=True)
@@ -137,4 +137,5 @@ def test_a_skeleton_design_trains_only_the_hole_the_policy_wrote() -> None:
     trained = [t for t, m in zip(sample.input_ids, sample.loss_mask, strict=True) if m]
     assert backend.tokenizer.decode(trained) == hole  # the policy's tokens, nothing else
     assert sum(sample.loss_mask) == len(d.generation.completion_ids)
-    assert "def step(self, action):" in prompt  # the template's step: prompt, never trained
+    assert "def step(self, action):" in (d.source or "")  # the suffix: validated, never trained
+    assert "def step(self, action):" not in prompt

@@ -3,28 +3,30 @@ fixed parts and the policy writes only the hole, the puzzle itself.
 
 A 135M designer that writes whole programs mostly breaks the parts every game shares: it
 returns a bare string from ``reset()``, renames the class, forgets the turn counting, or runs
-out of tokens before the end. Here the reply is prefilled with the whole program but one
-method body: the imports, the class line with its name and skill, ``__init__``, a ``reset()``
-that returns ``(observation, info)``, a ``step()`` that counts turns, reads the last
-``\\boxed{...}`` and ends the episode at the first answer (1.0 only for the stored one: no
-second guess, so a small answer set cannot be tried through; a reply without a box costs a turn
-of ``max_turns``), ``solution()`` returning the stored answer, and the head of
-``make(self, seed)`` with its seeded ``rng``. The policy writes the body of ``make()``: it draws
-one puzzle, sets ``self.answer`` and returns the question (a ``(text, info)`` pair, as a
-starter game's ``reset()`` returns, is read too; anything but a non-empty text makes ``reset()``
-raise). Generation stops where a new method or block would start, and :func:`assemble` closes
-the code block.
+out of tokens before the end. Here the reply is prefilled with the program's head (the
+imports, the class line with its name and skill, ``__init__``) and the head of
+``make(self, seed)`` with its seeded ``rng``, where a starter game's ``reset()`` body starts.
+The policy writes the body of ``make()``: it draws one puzzle, sets ``self.answer`` and returns
+the question (a ``(text, info)`` pair, as a starter game's ``reset()`` returns, is read too).
+Generation stops where a new method or block would start, and :func:`assemble` appends the
+template's suffix: a ``reset()`` that returns ``(observation, info)`` (and raises when
+``make()`` gave no question), a ``step()`` that counts turns, reads the last ``\\boxed{...}``
+and ends the episode at the first answer (1.0 only for the stored one: no second guess, so a
+small answer set cannot be tried through; a reply without a box costs a turn of
+``max_turns``), and ``solution()`` returning the stored answer. (With the whole template
+before the hole, SmolLM2-135M ended its reply at once: 4 of 4 designs had an empty body.)
 
 The prefix is part of the prompt (an assistant prefill, as the scaffold's opening fence), so
 its tokens are context with loss mask 0; the trained tokens are exactly the hole the policy
-sampled. The template is written apart from the starter games' form (its own answer reader,
-no "higher/lower" feedback, no partial score), so a design is a near copy of a shipped game
-only when its hole copies one.
+sampled. The suffix is appended text: validated and played with the hole, never shown to the
+policy and never trained. The template is written apart from the starter games' form (its
+own answer reader, no "higher/lower" feedback, no partial score), so a design is a near copy of
+a shipped game only when its hole copies one.
 """
 
 from __future__ import annotations
 
-__all__ = ["SKELETON_STOP", "assemble", "class_name", "hole_of", "prefix"]
+__all__ = ["SKELETON_STOP", "assemble", "class_name", "hole_of", "prefix", "suffix"]
 
 SKELETON_STOP: tuple[str, ...] = (
     "\n    def ",
@@ -48,6 +50,12 @@ class __NAME__:
         self.answer, self.question = "", ""
         self.turn, self.done = 0, True
 
+    def make(self, seed):
+        rng = random.Random(seed)
+"""
+
+_SUFFIX = r"""
+
     def reset(self, seed=None):
         self.turn, self.done = 0, False
         made = self.make(seed)
@@ -55,10 +63,10 @@ class __NAME__:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("make() must return the question text")
         self.question = text
-        return f"{text} One answer only. Reply \\\\boxed{{ANSWER}}.", {}
+        return f"{text} One answer only. Reply \\boxed{{ANSWER}}.", {}
 
     def read(self, action):
-        found = re.findall(r"\\\\boxed\\{([^{}]*)\\}", str(action))
+        found = re.findall(r"\\boxed\{([^{}]*)\}", str(action))
         return found[-1].strip().lower() if found else None
 
     def step(self, action):
@@ -72,18 +80,13 @@ class __NAME__:
                 return "Correct!", 1.0, True, False, {}
             return "That is not it.", 0.0, True, False, {}
         self.done = self.turn >= self.max_turns
-        return "Put one answer in \\\\boxed{}.", 0.0, self.done, False, {}
+        return "Put one answer in \\boxed{}.", 0.0, self.done, False, {}
 
     def solution(self):
-        return f"\\\\boxed{{{self.answer}}}"
+        return f"\\boxed{{{self.answer}}}"
 
     def close(self):
         pass
-
-    def make(self, seed):
-        rng = random.Random(seed)
-        # A new puzzle drawn from rng: set self.answer (a number or one word, never shown)
-        # and return the question text (it must not contain the answer).
 """
 
 
@@ -98,6 +101,12 @@ def prefix(skill: str) -> str:
     return _PREFIX.replace("__NAME__", class_name(skill)).replace("__SKILL__", skill)
 
 
+def suffix() -> str:
+    """The program after the hole (appended to the policy's lines: validated and played,
+    never shown to the policy and never trained)."""
+    return _SUFFIX
+
+
 def hole_of(generated: str) -> str:
     """The policy's lines of a reply: its text up to the first stop string, trailing blanks
     removed (a reply that ran out of tokens is kept whole)."""
@@ -107,5 +116,6 @@ def hole_of(generated: str) -> str:
 
 def assemble(prefill: str, generated: str) -> str:
     """The complete reply of a skeleton designer: ``prefill`` (the code fence and the
-    template's prefix, as the prompt ended), the policy's hole and the closing fence."""
-    return prefill + hole_of(generated) + "\n```"
+    template's prefix, as the prompt ended), the policy's hole, the template's suffix and the
+    closing fence."""
+    return prefill + hole_of(generated) + _SUFFIX + "```"
