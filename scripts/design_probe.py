@@ -38,6 +38,11 @@ from spade_train.steps import design as s_design
 from spade_train.steps import validate as s_validate
 from spade_train.steps.records import Validated
 
+COPY_SHARE = 0.6
+"""A skeleton hole with this share of its shingles in one reference game counts as a copied
+puzzle (a starter game's reset() body repeated with its own literals scored 0.71; an
+unrelated puzzle 0.38)."""
+
 
 def _shingles(source: str) -> frozenset[tuple[str, ...]]:
     """The 5-token shingles of the identifier- and literal-blind token stream that spade-corpus's
@@ -73,6 +78,20 @@ def _revalidate(cfg: RunConfig, x: Validated, sandbox: ss.SandboxPool) -> str | 
     return None if report.valid else report.reason or "invalid"
 
 
+def puzzle_containment(source: str) -> tuple[str, float]:
+    """For a skeleton design: the reference game holding the largest share of the hole's
+    5-token shingles (the body of ``make()``, whose template parts every design shares), and
+    that share. A whole-program Jaccard under the 0.8 copy threshold can hide a hole that
+    repeats a starter game's ``reset()`` body; a share near 1 shows it."""
+    head, _, rest = source.partition("rng = random.Random(seed)")
+    hole = rest.split("\n    def reset(self, seed=None):", 1)[0] if head else ""
+    mine = _shingles(hole) if hole.strip() else frozenset()
+    if not mine:
+        return "", 0.0
+    scored = [(ref, len(mine & s) / len(mine)) for ref, s in _reference_shingles()]
+    return max(scored, key=lambda x: x[1])
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -103,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: collections.Counter[str] = collections.Counter()
     rows = []
     rejected: list[str | None] = []
+    puzzles: list[float] = []
     started = time.monotonic()
     with ss.SandboxPool(sandbox_config, size=cfg.validation.workers) as sandbox:
         with StageProgress(False) as progress:
@@ -122,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
                     if x.env.source:
                         ref, jaccard = nearest_reference(x.env.source)
                         near = f"nearest {ref} {jaccard:.2f}"
+                        if cfg.designer.skeleton == "holes" and x.valid:
+                            ref, share = puzzle_containment(x.env.source)
+                            near += f"; hole in {ref} {share:.2f}"
+                            puzzles.append(share)
                     rows.append({"cycle": cycle, "outcome": outcome, **x.to_row()})
                     print(f"cycle {cycle} {x.skill:12} {outcome:24} {near}", flush=True)
                     if args.revalidate and x.valid:
@@ -135,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{total} designs: valid {valid} ({valid / max(1, total):.0%}), new {outcomes['new']}; "
         f"{dict(outcomes.most_common())} ({time.monotonic() - started:.0f} s)"
     )
+    if puzzles:
+        copied = sum(share >= COPY_SHARE for share in puzzles)
+        print(
+            f"skeleton holes of valid designs: {copied} of {len(puzzles)} with >= "
+            f"{COPY_SHARE:.0%} of their shingles in one reference game"
+        )
     if args.revalidate:
         bad = collections.Counter(r for r in rejected if r is not None)
         print(

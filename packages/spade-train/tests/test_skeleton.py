@@ -21,7 +21,7 @@ from spade_train.steps.design import reply_text
 from spade_train.types import Generation
 
 PRODUCT = (
-    "        a, b = rng.randint(11, 49), rng.randint(11, 49)\n"
+    "\n        a, b = rng.randint(11, 49), rng.randint(11, 49)\n"
     "        self.answer = a * b\n"
     '        return f"What is {a} times {b}?"\n'
 )
@@ -47,7 +47,7 @@ def test_an_assembled_program_with_a_real_puzzle_passes_the_strict_validator() -
 
 
 def test_an_assembled_program_that_shows_its_answer_is_rejected() -> None:
-    leak = "        self.answer = rng.randint(100, 999)\n        return f'Say {self.answer}.'\n"
+    leak = "\n        self.answer = rng.randint(100, 999)\n        return f'Say {self.answer}.'\n"
     report = sc.validate_source(_program(leak), "Read it.", skill="Math")
     assert not report.valid and report.reason == "solution_leaked"
 
@@ -56,7 +56,7 @@ def test_a_starter_style_pair_is_read_and_a_missing_question_fails_in_reset() ->
     pair = PRODUCT.replace("return f", "text = f") + "        return text, {}\n"
     assert sc.validate_source(_program(pair), "Multiply.", skill="Math").valid
     report = sc.validate_source(
-        _program("        self.answer = rng.randint(1, 99)\n"), "Guess.", skill="Math"
+        _program("\n        self.answer = rng.randint(1, 99)\n"), "Guess.", skill="Math"
     )
     assert not report.valid and "make() must return the question text" in (report.message or "")
 
