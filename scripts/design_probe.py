@@ -30,6 +30,7 @@ from spade_train.cold_start import policy_model
 from spade_train.config import RunConfig, load_recipe
 from spade_train.core.pool import EnvPool
 from spade_train.core.scaffold import reference_sources
+from spade_train.core.skeleton import PUZZLE_COPY_SHARE, shared_puzzle
 from spade_train.errors import RecipeError
 from spade_train.progress import StageProgress
 from spade_train.resources import NO_GROUNDING, SandboxValidator
@@ -37,11 +38,6 @@ from spade_train.steps import admit as s_admit
 from spade_train.steps import design as s_design
 from spade_train.steps import validate as s_validate
 from spade_train.steps.records import Validated
-
-COPY_SHARE = 0.6
-"""A skeleton hole with this share of its shingles in one reference game counts as a copied
-puzzle (a starter game's reset() body repeated with its own literals scored 0.71; an
-unrelated puzzle 0.38)."""
 
 
 def _shingles(source: str) -> frozenset[tuple[str, ...]]:
@@ -76,20 +72,6 @@ def _revalidate(cfg: RunConfig, x: Validated, sandbox: ss.SandboxPool) -> str | 
     if not report.valid:
         print(f"  revalidation rejects it: {report.reason}: {report.message}", flush=True)
     return None if report.valid else report.reason or "invalid"
-
-
-def puzzle_containment(source: str) -> tuple[str, float]:
-    """For a skeleton design: the reference game holding the largest share of the hole's
-    5-token shingles (the body of ``make()``, whose template parts every design shares), and
-    that share. A whole-program Jaccard under the 0.8 copy threshold can hide a hole that
-    repeats a starter game's ``reset()`` body; a share near 1 shows it."""
-    head, _, rest = source.partition("rng = random.Random(seed)")
-    hole = rest.split("\n    def reset(self, seed=None):", 1)[0] if head else ""
-    mine = _shingles(hole) if hole.strip() else frozenset()
-    if not mine:
-        return "", 0.0
-    scored = [(ref, len(mine & s) / len(mine)) for ref, s in _reference_shingles()]
-    return max(scored, key=lambda x: x[1])
 
 
 def _say(line: str) -> None:
@@ -143,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                         ref, jaccard = nearest_reference(x.env.source)
                         near = f"nearest {ref} {jaccard:.2f}"
                         if cfg.designer.skeleton == "holes" and x.valid:
-                            ref, share = puzzle_containment(x.env.source)
+                            ref, share = shared_puzzle(x.env.source)
                             near += f"; hole in {ref} {share:.2f}"
                             puzzles.append(share)
                     rows.append({"cycle": cycle, "outcome": outcome, **x.to_row()})
@@ -160,10 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{dict(outcomes.most_common())} ({time.monotonic() - started:.0f} s)"
     )
     if puzzles:
-        copied = sum(share >= COPY_SHARE for share in puzzles)
+        copied = sum(share >= PUZZLE_COPY_SHARE for share in puzzles)
         print(
             f"skeleton holes of valid designs: {copied} of {len(puzzles)} with >= "
-            f"{COPY_SHARE:.0%} of their shingles in one reference game"
+            f"{PUZZLE_COPY_SHARE:.0%} of their shingles in one reference game"
         )
     if args.revalidate:
         bad = collections.Counter(r for r in rejected if r is not None)

@@ -138,4 +138,27 @@ def test_a_skeleton_design_trains_only_the_hole_the_policy_wrote() -> None:
     assert backend.tokenizer.decode(trained) == hole  # the policy's tokens, nothing else
     assert sum(sample.loss_mask) == len(d.generation.completion_ids)
     assert "def step(self, action):" in (d.source or "")  # the suffix: validated, never trained
-    assert "def step(self, action):" not in prompt
+    assert "made = self.make(seed)" not in prompt  # nor shown to the policy
+
+
+def test_a_hole_that_repeats_a_starter_puzzle_is_a_copy_though_the_program_is_not() -> None:
+    odd = (
+        "\n        numbers = [rng.randint(1, 30) for _ in range(7)]\n"
+        "        self.answer = sum(n % 2 for n in numbers)\n"
+        '        listed = " ".join(str(n) for n in numbers)\n'
+        '        return f"Numbers: {listed}. How many of them are odd?"\n'
+    )
+    program = _program(odd, "Logic")
+    assert copies_of_references([("d", program)]) == {}  # the template hides it as a whole
+    ref, share = sk.shared_puzzle(program)
+    assert ref == "ref:starter/logic_odd_count" and share >= sk.PUZZLE_COPY_SHARE
+    letters = (
+        '\n        words = ["maple", "river", "stone", "cloud", "piano"]\n'
+        "        word = words[rng.randrange(len(words))]\n"
+        "        self.answer = len(set(word))\n"
+        '        return f"How many different letters does {word.upper()} have?"\n'
+    )
+    assert sk.shared_puzzle(_program(letters))[1] < sk.PUZZLE_COPY_SHARE
+    # two draws and one operation: identifier- and literal-blind, a shipped game's puzzle too
+    assert sk.shared_puzzle(_program(PRODUCT))[1] >= sk.PUZZLE_COPY_SHARE
+    assert sk.shared_puzzle("class A:\n    pass\n") == ("", 0.0)

@@ -26,7 +26,24 @@ a shipped game only when its hole copies one.
 
 from __future__ import annotations
 
-__all__ = ["SKELETON_STOP", "assemble", "class_name", "hole_of", "prefix", "suffix"]
+import functools
+import textwrap
+
+import spade_corpus as sc
+
+from spade_train.core.scaffold import reference_sources
+
+__all__ = [
+    "PUZZLE_COPY_SHARE",
+    "SKELETON_STOP",
+    "assemble",
+    "class_name",
+    "hole_of",
+    "prefix",
+    "puzzle_source",
+    "shared_puzzle",
+    "suffix",
+]
 
 SKELETON_STOP: tuple[str, ...] = (
     "\n    def ",
@@ -121,3 +138,46 @@ def assemble(prefill: str, generated: str) -> str:
     template's prefix, as the prompt ended), the policy's hole, the template's suffix and the
     closing fence."""
     return prefill + hole_of(generated) + _SUFFIX + "```"
+
+
+PUZZLE_COPY_SHARE = 0.8
+"""A skeleton design whose ``make()`` has this share of its shingles in one reference game
+copies that game's puzzle (spade-corpus's near-duplicate threshold, as containment)."""
+
+_HEAD = "    def make(self, seed):\n        rng = random.Random(seed)"
+
+
+def puzzle_source(source: str) -> str | None:
+    """The ``make()`` method of an assembled skeleton program, dedented (None for a program
+    not made from the skeleton)."""
+    head, found, rest = source.partition(_HEAD)
+    if not found or "\n    def reset(self, seed=None):" not in rest:
+        return None
+    body = rest.split("\n    def reset(self, seed=None):", 1)[0]
+    return textwrap.dedent(_HEAD + body)
+
+
+def _shingles(source: str) -> frozenset[tuple[str, ...]]:
+    tokens = sc.structure_tokens(source)
+    return frozenset(tuple(tokens[i : i + 5]) for i in range(max(1, len(tokens) - 4)))
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_shingles() -> tuple[tuple[str, frozenset[tuple[str, ...]]], ...]:
+    return tuple((ref, _shingles(src)) for ref, src in reference_sources())
+
+
+def shared_puzzle(source: str) -> tuple[str, float]:
+    """For an assembled skeleton program: the reference game (scaffold examples, starter and
+    example corpora) holding the largest share of its ``make()`` method's 5-token shingles
+    (identifier- and literal-blind, as spade-corpus's near-duplicate detection), and that
+    share; ``("", 0.0)`` for another program. The template's parts, shared by every design
+    and written apart from the starter games, lift a whole-program Jaccard away from the
+    game a hole copies: a hole that repeats a starter game's ``reset()`` body scores over
+    0.9 here and under 0.5 as a whole program."""
+    puzzle = puzzle_source(source)
+    mine = _shingles(puzzle) if puzzle else frozenset()
+    if not mine:
+        return "", 0.0
+    scored = [(ref, len(mine & theirs) / len(mine)) for ref, theirs in _reference_shingles()]
+    return max(scored, key=lambda x: x[1])
