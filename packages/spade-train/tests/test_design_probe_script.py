@@ -48,3 +48,33 @@ def test_a_bad_override_is_one_line() -> None:
     )
     assert done.returncode == 2 and done.stderr.startswith("design_probe: ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_skeleton_designs_are_assembled_and_the_valid_ones_revalidated(tmp_path) -> None:
+    out = tmp_path / "designs.jsonl"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts/design_probe.py"),
+            "--cycles",
+            "1",
+            "--revalidate",
+            "--out",
+            str(out),
+            "backend.model=tiny:qwen3",
+            "designer.sampling.max_new_tokens=8",
+            "designer.skeleton=holes",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 4
+    for r in rows:  # the template's prefix, the policy's hole, the template's suffix
+        assert r["text"].startswith(f"```python\nimport random\nimport re\n\n\nclass {r['skill']}")
+        assert "    def reset(self, seed=None):" in r["text"] and r["text"].endswith("```")
+    valid = sum(r["valid"] for r in rows)
+    said = re.search(r"^revalidated (\d+) valid designs .*: (\d+) rejected", done.stdout, re.M)
+    assert said and int(said[1]) == valid and int(said[2]) <= valid

@@ -152,6 +152,11 @@ class RunConfig(Strict):
                 "(the local one trains and generates with one model); set backend.name=ray "
                 "or overlap=false"
             )
+        if self.designer.skeleton != "off" and not self.designer.scaffold:
+            raise ValueError(
+                "designer.skeleton: the skeleton fills a scaffolded reply; "
+                "set designer.scaffold=true (or designer.skeleton=off)"
+            )
         if self.designer.scaffold:
             if self.setting != "games":
                 raise ValueError(

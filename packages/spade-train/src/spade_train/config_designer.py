@@ -189,6 +189,13 @@ class DesignerConfig(Strict):
     model): show a short complete example game, start the reply inside a ```python block and
     stop at its closing fence; the hint then comes from the hint pass (``hint_source`` must be
     ``policy`` or ``endpoint``). Games setting only."""
+    skeleton: Literal["off", "holes"] = "off"
+    """With ``scaffold``: ``holes`` prefills the reply with a code skeleton (imports, the class
+    line with its name and skill, ``__init__``, the start of ``reset()``), the policy writes
+    only the hole (the lines that draw one puzzle and its answer from ``rng``), and the
+    template's fixed ``reset()`` return, ``step()`` and ``solution()`` close the program
+    (:mod:`spade_train.core.skeleton`). The skeleton's tokens are prompt (never trained);
+    ``off``: the policy writes the whole program after the opening fence."""
     hint_max_new_tokens: int = Field(128, ge=1, le=MAX_TOKENS)
     """Token budget of each reply of the separate hint pass (``hint_source: policy``)."""
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)

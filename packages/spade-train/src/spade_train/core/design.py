@@ -18,6 +18,7 @@ from typing import Any
 
 import spade_envs as se
 
+from spade_train.core import skeleton as sk
 from spade_train.core.scaffold import SCAFFOLD_PREFILL, pick_example
 from spade_train.errors import SpadeTrainError
 from spade_train.types import Message
@@ -162,6 +163,7 @@ def build_designer_messages(
     compact: bool = False,
     scaffold: bool = False,
     example_index: int = 0,
+    skeleton: bool = False,
 ) -> list[Message]:
     """The designer conversation for one prompt: the contract (plus the tool-use additions in
     that setting) as the system message; target skill, grounding snippets, memory examples
@@ -176,7 +178,9 @@ def build_designer_messages(
     corpus's training games of that skill in turn; not counted in the compact bound) after the
     user text and appends an assistant prefill, :data:`SCAFFOLD_PREFILL`:
     the policy continues the code block, generation stops at :data:`SCAFFOLD_STOP`, and the
-    hint comes from the separate hint pass."""
+    hint comes from the separate hint pass. ``skeleton=True`` (with ``scaffold``) prefills the
+    reply further with :func:`spade_train.core.skeleton.prefix`: the policy writes only the
+    hole of the template's ``reset()``."""
     document = grounding_kind == "document"
     if scaffold and setting == "tool-use":
         raise ValueError(
@@ -188,7 +192,7 @@ def build_designer_messages(
     if not compact:
         chars = None if document else 1200  # a document is shown whole (cut at its words)
         user = _user_text(skill, setting, grounding, memory, max_turns, chars, 2000, document)
-        return _finish(system, user, skill, scaffold, example_index)
+        return _finish(system, user, skill, scaffold, example_index, skeleton)
     grounding = list(grounding)
     mem = {k: list(v) for k, v in (memory or {}).items()}
     # Shrink step by step: shorter excerpts, then no code, then fewer examples and snippets.
@@ -205,11 +209,11 @@ def build_designer_messages(
         else:
             grounding.pop()
         user = _user_text(skill, setting, grounding, mem, max_turns, 150, 0, document)
-    return _finish(system, user, skill, scaffold, example_index)
+    return _finish(system, user, skill, scaffold, example_index, skeleton)
 
 
 def _finish(
-    system: str, user: str, skill: str, scaffold: bool, example_index: int
+    system: str, user: str, skill: str, scaffold: bool, example_index: int, skeleton: bool
 ) -> list[Message]:
     if not scaffold:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -221,7 +225,7 @@ def _finish(
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": user + example},
-        {"role": "assistant", "content": SCAFFOLD_PREFILL},
+        {"role": "assistant", "content": SCAFFOLD_PREFILL + (sk.prefix(skill) if skeleton else "")},
     ]
 
 

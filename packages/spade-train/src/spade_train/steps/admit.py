@@ -17,6 +17,7 @@ import spade_sandbox as ss
 from spade_train.config import RunConfig
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.core.scaffold import copies_of_references
+from spade_train.core.skeleton import PUZZLE_COPY_SHARE, shared_puzzle
 from spade_train.steps.records import Validated
 from spade_train.types import JSON, Metrics
 
@@ -73,9 +74,15 @@ def read_tools(
 
 def mark_copies(slots: Sequence[Validated]) -> tuple[list[Validated], int]:
     """Mark each valid slot that copies a scaffold example or a shipped corpus game
-    (``copy_of``); the slots and how many valid ones are new."""
+    (``copy_of``): the whole program a near duplicate, or a skeleton design's ``make()``
+    mostly made of one game's shingles (:func:`spade_train.core.skeleton.shared_puzzle`);
+    the slots and how many valid ones are new."""
     valid = [s for s in slots if s.valid]
     copies = copies_of_references([(s.env_id or "", s.env.source or "") for s in valid])
+    for s in valid:  # a skeleton design copies a game when its hole (make()) does
+        ref, share = shared_puzzle(s.env.source or "")
+        if (s.env_id or "") not in copies and share >= PUZZLE_COPY_SHARE:
+            copies[s.env_id or ""] = ref
     out = [
         replace(s, verdict=replace(s.verdict, copy_of=copies.get(s.env_id or ""))) if s.valid else s
         for s in slots

@@ -16,6 +16,7 @@ from spade_train.config import RunConfig
 from spade_train.core import design as dz
 from spade_train.core.pool import EnvPool, PoolEntry
 from spade_train.core.scaffold import SCAFFOLD_PREFILL, SCAFFOLD_STOP, close_reply
+from spade_train.core.skeleton import SKELETON_STOP, assemble
 from spade_train.resources import Grounding, Progress
 from spade_train.seeds import derive_seed
 from spade_train.steps.records import Design
@@ -78,6 +79,7 @@ def designer_prompts(
                 compact=d.compact,
                 scaffold=d.scaffold,
                 example_index=index // len(d.skills),
+                skeleton=d.skeleton == "holes",
             )
         )
         skills.append(skill)
@@ -98,19 +100,32 @@ def design(
     conversations = [m for m in prompts for _ in range(d.group_size)]
     task = progress.add_task(f"cycle {cycle}: design", total=len(conversations))
     params = d.sampling.to_params(derive_seed(cfg.seed, cycle, "design"))
-    prefill = ""
     if d.scaffold:
-        params = replace(params, stop=SCAFFOLD_STOP)
-        prefill = SCAFFOLD_PREFILL
+        params = replace(params, stop=SKELETON_STOP if d.skeleton == "holes" else SCAFFOLD_STOP)
     generations = backend.generate(conversations, params)
     progress.update(task, completed=len(conversations))
     designs = []
     for i, gen in enumerate(generations):
         p, g = divmod(i, d.group_size)
-        text = close_reply(gen.text) if d.scaffold else gen.text
-        reply = Design(p, g, skills[p], prefill + text, gen, prompt=conversations[i])
+        text = reply_text(cfg, conversations[i], gen.text)
+        reply = Design(p, g, skills[p], text, gen, prompt=conversations[i])
         designs.append(parse_reply(reply, cfg))
     return finish(cfg, backend, cycle, designs)
+
+
+def reply_text(cfg: RunConfig, conversation: Sequence[Message], generated: str) -> str:
+    """A designer reply's whole text: with the scaffold, the prefill the prompt ended with
+    and the policy's continuation (cut at a script entry point and closed); with the
+    skeleton, the prefill (fence and template prefix), the hole and the template's suffix."""
+    d = cfg.designer
+    if not d.scaffold:
+        return generated
+    prefill = SCAFFOLD_PREFILL
+    if conversation and conversation[-1].get("role") == "assistant":
+        prefill = str(conversation[-1].get("content") or "")
+    if d.skeleton == "holes":
+        return assemble(prefill, generated)
+    return prefill + close_reply(generated)
 
 
 def finish(

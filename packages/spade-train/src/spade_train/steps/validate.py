@@ -38,11 +38,8 @@ from spade_train.backends.base import PolicyBackend
 from spade_train.config import LLMValidatorConfig, RunConfig
 from spade_train.core import hack_review, judges
 from spade_train.core.pool import EnvPool, PoolEntry
-from spade_train.core.scaffold import (
-    SCAFFOLD_PREFILL,
-    SCAFFOLD_STOP,
-    close_reply,
-)
+from spade_train.core.scaffold import SCAFFOLD_STOP
+from spade_train.core.skeleton import SKELETON_STOP
 from spade_train.resources import QUIET, DesignValidator, Progress
 from spade_train.seeds import derive_seed
 from spade_train.steps import admit as s_admit
@@ -297,10 +294,14 @@ def generate_replies(
     params = cfg.designer.sampling.to_params(seed)
     scaffolded = bool(cfg.designer.scaffold and convs and convs[0][-1].get("role") == "assistant")
     if scaffolded:
-        params = replace(params, stop=SCAFFOLD_STOP)
+        holes = cfg.designer.skeleton == "holes"
+        params = replace(params, stop=SKELETON_STOP if holes else SCAFFOLD_STOP)
     t = time.perf_counter()
     gens = backend.generate(convs, params)
-    texts = [SCAFFOLD_PREFILL + close_reply(g.text) if scaffolded else g.text for g in gens]
+    texts = [
+        s_design.reply_text(cfg, c, g.text) if scaffolded else g.text
+        for c, g in zip(convs, gens, strict=True)
+    ]
     return texts, list(gens), time.perf_counter() - t
 
 
