@@ -21,6 +21,7 @@ ALLOWED = {
     "packages/spade-envs/src/spade_envs/tool_base.py": "injected into sandboxed games",
     "packages/spade-train/src/spade_train/core/procedural.py": "game source run in the sandbox",
     "packages/spade-train/src/spade_train/core/scaffold.py": "game source run in the sandbox",
+    "packages/spade-train/src/spade_train/core/skeleton.py": "the skeleton's game template",
 }
 
 #: A regex over ``\boxed{`` (``boxed\{``) or a scan for the text ``\boxed`` (find/rfind/index).
