@@ -19,7 +19,6 @@ environment is not counted as rejected (:func:`validation_summary`).
 
 from __future__ import annotations
 
-import functools
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -115,25 +114,6 @@ class ValidationItem:
     max_turns: int = se.DEFAULT_MAX_TURNS
 
 
-def _check_close(source: str, class_name: str, max_turns: int, config: Any, pool: Any) -> None:
-    """``close_raised``, which check_env cannot see under the sandbox: ``SandboxedEnv.close()``
-    runs the environment's ``close()`` but ignores its errors (the worker exits anyway), so it
-    is called here by name first."""
-    opener = pool.open_env if pool is not None else functools.partial(ss.open_env, config=config)
-    env = opener(source, class_name=class_name, kwargs={"max_turns": max_turns})
-    try:
-        env.reset(seed=0)
-        try:
-            env.call("close")
-        except ss.SandboxError as exc:
-            if exc.reason is not ss.ReasonCode.ENV_EXCEPTION:
-                raise
-            message = f"close() raised {exc.message}; release resources without raising"
-            raise se.ContractError("close_raised", message) from exc
-    finally:
-        env.close()
-
-
 def _run_checks(
     source: str,
     hint: str,
@@ -153,7 +133,6 @@ def _run_checks(
         report = se.check_env(
             factory, seeds=seeds, max_turns=max_turns, hint=hint, reuse_resets=reuse_resets
         )
-        _check_close(source, class_name, max_turns, config, pool)
         if tool_checks is not None:
             tool_checks.update(
                 check_tool_env(

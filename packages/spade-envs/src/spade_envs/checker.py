@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .checks import CHECKS, CheckRun, SeedPlay
-from .core import DEFAULT_MAX_TURNS, MAX_OBSERVATION_CHARS, EnvFactory
+from .core import DEFAULT_MAX_TURNS, MAX_OBSERVATION_CHARS, EnvFactory, TextEnvironment
 from .play import (
     check_step_result,
     close_quietly,
@@ -152,11 +152,26 @@ def check_env(
     except BaseException:
         close_quietly(env)
         raise
+    _close_checked(env)
+    return _report(run)
+
+
+def _close_checked(env: TextEnvironment) -> None:
+    """Close ``env``; ``close_raised`` when its ``close()`` raises. A sandboxed environment's
+    close ignores the environment's errors, so its ``close()`` is first run by name."""
+    by_name = getattr(env, "_close_error", None)
+    try:
+        error = by_name() if callable(by_name) else None
+    except BaseException:
+        close_quietly(env)
+        raise
+    if error is not None:
+        close_quietly(env)
+        raise fail("close_raised", f"close() raised {error}; release resources without raising")
     try:
         env.close()
     except Exception as exc:
         raise fail("close_raised", f"close() raised {type(exc).__name__}: {exc}", exc) from exc
-    return _report(run)
 
 
 def _run_checks(run: CheckRun, todo: list[int], max_seeds: int) -> None:

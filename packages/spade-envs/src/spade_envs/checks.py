@@ -9,12 +9,22 @@ with the reason codes it can raise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from .core import EnvFactory, TextEnvironment
+from .check_run import (
+    CheckRun,
+    SeedPlay,
+    first_key,
+    from_kept,
+    last_key,
+    play_again,
+    probe_on,
+    real_reset,
+    real_reset_info,
+    replay_on,
+    reset_again,
+)
 from .errors import ContractError, Evidence
-from .feasibility import Feasibility, judge
+from .feasibility import judge
 from .leaks import leak_evidence, views_of
 from .play import (
     Transcript,
@@ -22,126 +32,20 @@ from .play import (
     checked_reset,
     close_quietly,
     fail,
-    play_on,
-    play_policy,
+    replayed,
     solution_actions,
     won,
 )
-from .probes import PROBE_NAMES, Policy, ProbeTally, probe_battery
+from .probes import PROBE_NAMES, probe_battery
 from .reward_contract import CONTRACT_REASONS, contract_breach
 from .seeding import more_seeds
 
 __all__ = ["CHECKS", "CheckRun", "SeedPlay"]
 
 
-@dataclass
-class SeedPlay:
-    seed: int
-    first: str = ""
-    probes: list[tuple[str, Transcript, bool]] = field(default_factory=list)
-    solution_text: str | None = None
-    solution_play: Transcript | None = None
-
-
-@dataclass
-class CheckRun:
-    factory: EnvFactory
-    env: TextEnvironment
-    max_turns: int
-    max_chars: int
-    kwargs: dict[str, Any]
-    hint: str | None
-    check_solution: bool
-    played: list[SeedPlay] = field(default_factory=list)
-    tally: ProbeTally = field(default_factory=ProbeTally)
-    steps: int = 0
-    hint_won: int | None = None
-    hint_won_obs: str = ""
-    reuse_resets: bool = False
-    seeds_left: int = 0
-    """Planned seeds still to play after the current one (a settled probe skips them)."""
-    kept: dict[str, str] = field(default_factory=dict)
-    """Key -> observation, for the resets whose state the environment keeps."""
-    feasibility: Feasibility | None = None
-    """The twin analysis of ``check_feasible`` (None before it ran, or without a solution)."""
-
-
-def _real_reset(run: CheckRun, seed: int, key: str) -> str:
-    """A real reset whose state, with ``reuse_resets``, a sandboxed environment keeps under
-    ``key``."""
-    first = checked_reset(run.env, seed, run.max_chars)
-    keep = getattr(run.env, "_keep_reset", None) if run.reuse_resets else None
-    if keep is not None and keep(key):
-        run.kept[key] = first
-    return first
-
-
-def _reset_again(run: CheckRun, seed: int, key: str) -> str:
-    """The seed's reset once more: a copy of the state kept under ``key`` when there is one
-    (the same state, for a fraction of the time), else a real reset.
-
-    Three resets per seed stay real (``check_reset``'s, the last probe's, after the other
-    probes' episodes, and the one before ``solution()``'s second call) and every comparison
-    of two resets of one seed has a real one on a side, so a reset that draws outside the
-    seed, or state carried over from earlier episodes or calls, still shows."""
-    if key in run.kept and run.env._reset_from_kept(key):  # type: ignore[attr-defined]
-        return run.kept[key]
-    return checked_reset(run.env, seed, run.max_chars)
-
-
-def _first(seed: int) -> str:
-    return f"{seed}"
-
-
-def _last(seed: int) -> str:
-    return f"{seed}/last-probe"
-
-
-def _play_again(run: CheckRun, seed: int, actions: list[str]) -> tuple[str, Transcript]:
-    """:func:`play_actions` from a copy of the seed's first reset."""
-    first = _reset_again(run, seed, _first(seed))
-    return first, play_on(run.env, seed, actions, run.max_turns, run.max_chars)
-
-
-def _probe_on(
-    run: CheckRun, seed: int, probe: Policy, first: str, env: TextEnvironment | None = None
-) -> Transcript:
-    """The probe's episode on ``env`` (the run's own by default) from the state the last
-    reset (which showed ``first``) left."""
-    policy = lambda obs, last, _turn: probe(obs, last)  # noqa: E731
-    return play_policy(env or run.env, seed, policy, first, run.max_turns, run.max_chars)
-
-
-def _replayed(
-    probe: Policy, first: str, played: dict[tuple[str, ...], tuple[str, str, float, bool, bool]]
-) -> Transcript | None:
-    """The probe's episode when every action it would take was already played from the
-    same reset by earlier probes (the environment is checked to be deterministic), else None.
-
-    Many probes choose the same actions on a one-turn game (the first number, the first token
-    and the echoed action are often one answer): each distinct episode is played once."""
-    transcript: Transcript = []
-    obs, last = first, None
-    actions: tuple[str, ...] = ()
-    while True:
-        last = probe(obs, last)
-        actions = (*actions, last)
-        step = played.get(actions)
-        if step is None:
-            return None
-        transcript.append(step)
-        obs = step[1]
-        if step[3] or step[4]:
-            return transcript
-
-
-def _probe(seed: int, name: str) -> Policy:
-    return dict(probe_battery(seed))[name]
-
-
 def check_reset(run: CheckRun, s: SeedPlay) -> None:
     """Reset returns (str, dict) of the right size and characters (the probes repeat it)."""
-    s.first = _real_reset(run, s.seed, _first(s.seed))
+    s.first, s.first_info = real_reset_info(run, s.seed, first_key(s.seed))
 
 
 def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
@@ -156,17 +60,19 @@ def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
     ]
     played: dict[tuple[str, ...], tuple[str, str, float, bool, bool]] = {}
     for index, (name, probe) in enumerate(battery):
-        known = None if index in (0, len(battery) - 1) else _replayed(probe, s.first, played)
+        known = None if index in (0, len(battery) - 1) else replayed(probe, s.first, played)
         if known is not None:  # the same actions as an earlier probe's whole episode
             again, transcript = s.first, known
         else:
             if index == 0:  # the first probe plays on from check_reset's reset
                 again = s.first
             elif index == len(battery) - 1:  # a real reset, after the others' episodes
-                again = _real_reset(run, s.seed, _last(s.seed))
+                again = real_reset(run, s.seed, last_key(s.seed))
+            if index in (0, len(battery) - 1):
+                transcript = probe_on(run, s.seed, probe, again)
             else:
-                again = _reset_again(run, s.seed, _first(s.seed))
-            transcript = _probe_on(run, s.seed, probe, again)
+                play = lambda first, key, p=probe: probe_on(run, s.seed, p, first, restore=key)  # noqa: E731
+                again, transcript = from_kept(run, s.seed, first_key(s.seed), play)
             for turn in range(len(transcript)):
                 played[tuple(step[0] for step in transcript[: turn + 1])] = transcript[turn]
         if again != s.first:
@@ -186,9 +92,9 @@ def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
 
 def check_replay(run: CheckRun, s: SeedPlay) -> None:
     """The same seed and actions give the same transcript again in the same instance."""
-    name, transcript, _ = s.probes[-1]
-    first = _reset_again(run, s.seed, _first(s.seed))
-    again = _probe_on(run, s.seed, _probe(s.seed, name), first)
+    transcript = s.probes[-1][1]
+    replay = lambda _obs, key: replay_on(run.env, run, s.seed, transcript, key)  # noqa: E731
+    _, again = from_kept(run, s.seed, first_key(s.seed), replay)
     if again != transcript:
         raise fail(
             "nondeterministic",
@@ -208,7 +114,7 @@ def check_hint(run: CheckRun, s: SeedPlay) -> None:
                 f"seed={s.seed}: the hint text appears in an observation; the hint must be privileged",
                 evidence=Evidence.of("hint", s.seed, obs, hint),
             )
-    _, hinted = _play_again(run, s.seed, [run.hint])
+    _, hinted = play_again(run, s.seed, [run.hint])
     # On a seed that an empty reply also wins, the game gives everything away: that is the
     # probes' finding (probe_wins), not the hint's.
     free = any(w for n, _, w in s.probes if n == "empty")
@@ -232,7 +138,7 @@ def check_solution(run: CheckRun, s: SeedPlay) -> None:
     if not run.check_solution:
         return
     env, seed = run.env, s.seed
-    _reset_again(run, seed, _last(seed))  # a copy of the last probe's real reset
+    reset_again(run, seed, last_key(seed))  # a copy of the last probe's real reset
     try:
         text = env.solution()
     except Exception as exc:
@@ -253,7 +159,7 @@ def check_solution(run: CheckRun, s: SeedPlay) -> None:
             "nondeterministic",
             f"solution() after reset(seed={seed}) differs between two resets; draw randomness only from random.Random(seed)",
         )
-    _, played = _play_again(run, seed, solution_actions(text))
+    _, played = play_again(run, seed, solution_actions(text))
     if not won(played) or len(played) > len(solution_actions(text)):
         # Two equal solutions can be luck in an unseeded game: a failed play is the game's
         # nondeterminism when more resets of the same seed disagree about the solution.
@@ -316,7 +222,13 @@ def check_solution_not_shown(run: CheckRun) -> None:
     reads on most seeds (see :mod:`spade_envs.leaks`)."""
     if not run.check_solution:
         return
-    shown = leak_evidence(views_of(run.played, run.env))
+    infos = {s.seed: s.first_info for s in run.played}
+
+    def restart(seed: int) -> dict:  # a copy of check_reset's reset, as play_again starts
+        reset_again(run, seed, first_key(seed))
+        return infos[seed]
+
+    shown = leak_evidence(views_of(run.played, run.env, restart))
     if shown is not None:
         raise fail("solution_leaked", shown[0], evidence=shown[1])
 
@@ -327,7 +239,7 @@ def check_determinism_across_instances(run: CheckRun) -> None:
 
     Catches episodes salted by ``id(self)``, the process or anything else outside the seed."""
     s = run.played[0]
-    name, transcript, _ = s.probes[-1]
+    transcript = s.probes[-1][1]
     try:
         other = run.factory(max_turns=run.max_turns, **run.kwargs)
     except Exception as exc:
@@ -338,7 +250,7 @@ def check_determinism_across_instances(run: CheckRun) -> None:
         ) from exc
     try:
         first = checked_reset(other, s.seed, run.max_chars)
-        again = _probe_on(run, s.seed, _probe(s.seed, name), first, other)
+        again = replay_on(other, run, s.seed, transcript)
         same = first == s.first and again == transcript
         # Every seed's solution too: one seed's answer can coincide by chance.
         for played in run.played if same else ():

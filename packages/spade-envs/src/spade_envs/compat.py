@@ -226,6 +226,22 @@ class CompatEnvironment:
 
         return send
 
+    @property
+    def _step_many(self) -> Callable[..., tuple[list[StepResult], Exception | None] | None] | None:
+        """The wrapped environment's batched steps, each seen through the contract like
+        ``step`` (None when it has none)."""
+        many = getattr(self.env, "_step_many", None)
+        if not callable(many):
+            return None
+
+        def adapted(
+            actions: list[str], expect: str | None = None, restore: str | None = None
+        ) -> tuple[list[StepResult], Exception | None] | None:
+            got = many(actions, expect, restore)
+            return None if got is None else ([self._adapt(r) for r in got[0]], got[1])
+
+        return adapted
+
     def _adapt(self, result: Any) -> StepResult:
         if not (isinstance(result, tuple) and len(result) == 5):
             return result  # the checker names the problem

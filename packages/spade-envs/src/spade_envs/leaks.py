@@ -20,7 +20,7 @@ import base64
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -311,9 +311,16 @@ class Played(Protocol):
     solution_text: str | None
 
 
-def _infos(env: TextEnvironment, seed: int) -> list[tuple[str, Mapping[str, Any]]]:
-    """The ``info`` of a reset and of one wrong answer after it (the transcripts keep none)."""
-    _, info = env.reset(seed=seed)
+#: Puts an environment into a seed's reset state and returns that reset's ``info``.
+Restart = Callable[[int], Any]
+
+
+def _infos(
+    env: TextEnvironment, seed: int, restart: Restart | None = None
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The ``info`` of a reset and of one wrong answer after it (the transcripts keep none).
+    ``restart`` replaces the real reset (the checker's copy of the seed's kept reset state)."""
+    info = restart(seed) if restart is not None else env.reset(seed=seed)[1]
     infos = [("reset", info)]
     result = env.step(WRONG_ACTION)
     if not (result[2] or result[3]):
@@ -325,7 +332,9 @@ def _infos(env: TextEnvironment, seed: int) -> list[tuple[str, Mapping[str, Any]
 WRONG_ACTION = "\\boxed{?}"
 
 
-def views_of(played: Iterable[Played], env: TextEnvironment | None = None) -> list[SeedView]:
+def views_of(
+    played: Iterable[Played], env: TextEnvironment | None = None, restart: Restart | None = None
+) -> list[SeedView]:
     """What the agent could read on each played seed: the first observation and every
     observation of a probe's episode while it was open, except one that follows an action
     that itself contained the answer (an echo of the agent's own guess); with ``env``, the
@@ -350,6 +359,6 @@ def views_of(played: Iterable[Played], env: TextEnvironment | None = None) -> li
             for action, observation, _, terminated, truncated in transcript:
                 if not (terminated or truncated) and answer.lower() not in action.lower():
                     texts.append((f"probe:{name}", observation))
-        infos = _infos(env, s.seed) if env is not None else []
+        infos = _infos(env, s.seed, restart) if env is not None else []
         views.append(SeedView(s.seed, answer, texts, infos, actions[-1]))
     return views

@@ -47,6 +47,8 @@ def fail(
 
 
 def _json_ok(value: Any) -> bool:
+    if type(value) is dict and not value:  # the usual info: nothing to encode
+        return True
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
@@ -117,6 +119,13 @@ def check_step_result(
 
 
 def checked_reset(env: TextEnvironment, seed: int, max_chars: int) -> str:
+    """``reset(seed)``'s first observation, checked (ContractError when the reset breaks the
+    contract)."""
+    return checked_reset_info(env, seed, max_chars)[0]
+
+
+def checked_reset_info(env: TextEnvironment, seed: int, max_chars: int) -> tuple[str, dict]:
+    """:func:`checked_reset`'s observation and the reset's ``info``."""
     try:
         result = env.reset(seed=seed)
     except Exception as exc:
@@ -136,7 +145,7 @@ def checked_reset(env: TextEnvironment, seed: int, max_chars: int) -> str:
     if not _json_ok(result[1]):
         raise fail("info_not_json", f"reset(seed={seed}): info is not JSON-serializable")
     _check_observation(result[0], f"reset(seed={seed})", max_chars)
-    return result[0]
+    return result[0], result[1]
 
 
 def play_actions(
@@ -155,24 +164,53 @@ def play_actions(
 
 
 def play_on(
-    env: TextEnvironment, seed: int, actions: Sequence[str], max_turns: int, max_chars: int
-) -> list[tuple[str, str, float, bool, bool]]:
-    """Step ``actions`` (cycled) from the state the last reset left, as in :func:`play_actions`."""
-    return play_policy(
-        env, seed, lambda _obs, _last, turn: actions[turn % len(actions)], "", max_turns, max_chars
+    env: TextEnvironment, seed: int, actions: Sequence[str], max_turns: int, max_chars: int,
+    restore: str | None = None,
+) -> list[tuple[str, str, float, bool, bool]]:  # fmt: skip
+    """Step ``actions`` (cycled) from the state the last reset left, as in :func:`play_actions`
+    (``restore``: as for :func:`play_fixed`)."""
+    return play_fixed(
+        env, seed, lambda turn: actions[turn % len(actions)], max_turns, max_chars, restore
     )
+
+
+Choose = Callable[[str, str | None, int], str]
+"""A policy: ``(observation, last action or None, turn) -> action``."""
+
+#: Most steps per sandbox call when the actions are chosen ahead (see :func:`play_fixed`).
+BATCH_STEPS = 16
+
+
+class NotKept(LookupError):
+    """A play asked to start from a kept state that the environment does not hold (nothing
+    was played): reset and play again."""
 
 
 def play_policy(
     env: TextEnvironment,
     seed: int,
-    policy: Callable[[str, str | None, int], str],
+    policy: Choose,
     first: str,
     max_turns: int,
     max_chars: int,
+    *,
+    speculate: bool = False,
+    restore: str | None = None,
 ) -> list[tuple[str, str, float, bool, bool]]:
     """Step the actions ``policy(observation, last action, turn)`` chooses, from the state the
-    last reset (which showed ``first``) left, until the episode ends or ``max_turns``."""
+    last reset (which showed ``first``) left, until the episode ends or ``max_turns``.
+
+    ``speculate`` (a policy without side effects, such as a probe): a sandboxed environment
+    takes the actions the policy would choose if the observation stayed as it is, in one call,
+    and stops where it changes; the transcript is the same as step by step.
+
+    ``restore`` (a batching environment): start from the state it kept under that key, in
+    the first call; :class:`NotKept` when it keeps none."""
+    many = _batched(env) if speculate or restore is not None else None
+    if many is not None:
+        return _play_batched(many, seed, policy, first, (max_turns, max_chars), speculate, restore)
+    if restore is not None:
+        raise NotKept(restore)
     transcript: list[tuple[str, str, float, bool, bool]] = []
     obs, last = first, None
     for turn in range(max_turns):
@@ -188,6 +226,71 @@ def play_policy(
         transcript.append((action, obs, float(reward), terminated, truncated))
         if terminated or truncated:
             break
+    return transcript
+
+
+def play_fixed(
+    env: TextEnvironment,
+    seed: int,
+    action_at: Callable[[int], str],
+    max_turns: int,
+    max_chars: int,
+    restore: str | None = None,
+) -> list[tuple[str, str, float, bool, bool]]:
+    """:func:`play_policy` for actions chosen by the turn alone (``action_at(turn)``): the same
+    transcript and the same errors. A sandboxed environment takes up to :data:`BATCH_STEPS`
+    of them per call (its ``_step_many``) instead of one call per step. ``restore``: as for
+    :func:`play_policy`."""
+    policy: Choose = lambda _obs, _last, turn: action_at(turn)  # noqa: E731
+    many = _batched(env)
+    if many is None:
+        return play_policy(env, seed, policy, "", max_turns, max_chars, restore=restore)
+    return _play_batched(many, seed, policy, "", (max_turns, max_chars), False, restore)
+
+
+def _batched(env: TextEnvironment) -> Callable[..., Any] | None:
+    """The environment's batched step (``_step_many``), when its own class has one (a wrapper
+    that forwards unknown names would skip its own ``step`` in between)."""
+    many = getattr(env, "_step_many", None) if hasattr(type(env), "_step_many") else None
+    return many if callable(many) else None
+
+
+def _play_batched(
+    many: Callable[..., Any], seed: int, policy: Choose, first: str, limits: tuple[int, int],
+    speculate: bool, restore: str | None,
+) -> list[tuple[str, str, float, bool, bool]]:  # fmt: skip
+    """:func:`play_policy` through ``many``: each call takes the actions ``policy`` chooses
+    while the observation stays the last one seen (with ``speculate``; else regardless)."""
+    max_turns, max_chars = limits
+    transcript: list[tuple[str, str, float, bool, bool]] = []
+    obs, last = first, None
+    while len(transcript) < max_turns:
+        turn = len(transcript)
+        chunk: list[str] = []
+        for t in range(turn, min(max_turns, turn + BATCH_STEPS)):
+            chunk.append(policy(obs, chunk[-1] if chunk else last, t))
+        try:
+            got = many(chunk, obs if speculate else None, restore)
+        except Exception as exc:  # refused before any step: the first step's error
+            got = [], exc
+        if got is None:
+            raise NotKept(str(restore))
+        results, error = got
+        restore = None
+        if error is None and not results:
+            error = RuntimeError("the batch took no step")  # a handle that breaks the contract
+        for action, result in zip(chunk, results, strict=False):
+            where = f"step #{len(transcript) + 1} (seed={seed}, action={action[:40]!r})"
+            check_step_result(result, where, max_chars)
+            transcript.append((action, result[0], float(result[1]), result[2], result[3]))
+            if result[2] or result[3]:
+                return transcript
+        if error is not None:
+            action = chunk[len(results)]
+            where = f"step #{len(transcript) + 1} (seed={seed}, action={action[:40]!r})"
+            message = f"{where} raised {type(error).__name__}: {error}"
+            raise fail("step_raised", message, error) from error
+        obs, last = transcript[-1][1], transcript[-1][0]
     return transcript
 
 
@@ -208,3 +311,28 @@ def close_quietly(env: TextEnvironment) -> None:
         env.close()
     except Exception:
         pass  # the first failure is the one worth reporting
+
+
+def replayed(
+    probe: Callable[[str, str | None], str],
+    first: str,
+    played: dict[tuple[str, ...], tuple[str, str, float, bool, bool]],
+) -> Transcript | None:
+    """The probe's episode when every action it would take was already played from the
+    same reset by earlier probes (the environment is checked to be deterministic), else None.
+
+    Many probes choose the same actions on a one-turn game (the first number, the first token
+    and the echoed action are often one answer): each distinct episode is played once."""
+    transcript: Transcript = []
+    obs, last = first, None
+    actions: tuple[str, ...] = ()
+    while True:
+        last = probe(obs, last)
+        actions = (*actions, last)
+        step = played.get(actions)
+        if step is None:
+            return None
+        transcript.append(step)
+        obs = step[1]
+        if step[3] or step[4]:
+            return transcript

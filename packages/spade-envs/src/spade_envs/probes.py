@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -45,6 +46,7 @@ __all__ = [
     "UNEXPLAINED_RATE",
     "Policy",
     "ProbeTally",
+    "open_loop_actions",
     "probe_battery",
     "same_answer",
     "tail_probability",
@@ -125,7 +127,23 @@ def _cycle(actions: Sequence[str]) -> Policy:
     def policy(_obs: str, last: str | None) -> str:
         return actions[(actions.index(last) + 1) % len(actions)] if last in actions else actions[0]
 
+    _OPEN_LOOP.add(policy)
     return policy
+
+
+#: The probes that never read the observation (their actions are known before the episode).
+_OPEN_LOOP: weakref.WeakSet[Policy] = weakref.WeakSet()
+
+
+def open_loop_actions(probe: Policy, turns: int) -> list[str] | None:
+    """The ``turns`` actions a probe that never reads the observation takes, else None (the
+    checker sends them in batches: ``spade_envs.play.play_fixed``)."""
+    if probe not in _OPEN_LOOP:
+        return None
+    actions: list[str] = []
+    for _ in range(turns):
+        actions.append(probe("", actions[-1] if actions else None))
+    return actions
 
 
 def _pick(choose: Callable[[str], str | None], fallback: str = "0") -> Policy:

@@ -9,6 +9,7 @@ through its public interface only.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import threading
@@ -28,18 +29,25 @@ several threads at once ("AST constructor recursion depth mismatch", gh-106905).
 parses environment sources from threads (spade-corpus validation) holds it too."""
 
 
+@functools.lru_cache(maxsize=64)
+def _top_level_classes(source: str, origin: str) -> tuple[str, ...]:
+    """The names of the top-level classes of ``source`` (cached: validation asks for the same
+    source several times, and parsing a large one costs milliseconds)."""
+    try:
+        with PARSE_LOCK:
+            tree = ast.parse(source, filename=origin)
+    except SyntaxError as exc:
+        raise SourceError(f"{origin}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    return tuple(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+
+
 def find_env_class(source: str, class_name: str | None = None, origin: str = "<source>") -> str:
     """The name of the environment class in ``source``, checked without running it.
 
     With ``class_name`` given it must be defined at top level; otherwise there must be exactly
     one top-level class whose name ends in ``Env``.
     """
-    try:
-        with PARSE_LOCK:
-            tree = ast.parse(source, filename=origin)
-    except SyntaxError as exc:
-        raise SourceError(f"{origin}: syntax error at line {exc.lineno}: {exc.msg}") from None
-    names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    names = _top_level_classes(source, origin)
     if class_name is not None:
         if class_name not in names:
             raise SourceError(
@@ -105,6 +113,15 @@ class _SandboxedEnvironment:
     def solution(self) -> str:
         return self._live().call("solution")
 
+    def _step_many(
+        self, actions: list[str], expect: str | None = None, restore: str | None = None
+    ) -> tuple[list[StepResult], Exception | None] | None:
+        """Several steps in one sandbox call (``SandboxedEnv.step_many``): the results of the
+        steps taken, up to the one that ends the episode (or, with ``expect``, up to the
+        first whose observation is not ``expect``), and the next step's error. ``restore``:
+        first start from the state kept under that key (None when none is kept)."""
+        return self._live().step_many(actions, expect, restore)  # type: ignore[no-any-return]
+
     def _keep_reset(self, key: str) -> bool:
         """Ask the worker to keep the state the last reset left under ``key`` (check_env)."""
         return bool(self._live().snapshot(key))
@@ -112,6 +129,18 @@ class _SandboxedEnvironment:
     def _reset_from_kept(self, key: str) -> bool:
         """Start an episode from a copy of the kept state; False when none is kept."""
         return bool(self._live().restore(key))
+
+    def _close_error(self) -> str | None:
+        """Run the environment's own ``close()`` in its worker: what it raised, or None
+        (check_env's ``close_raised``). Closing the handle runs it too but ignores its errors,
+        since the worker is ended or renewed either way. Sandbox faults propagate."""
+        try:
+            self._live().call("close")
+        except Exception as exc:
+            if getattr(exc, "reason", None) != "env_exception":
+                raise
+            return str(getattr(exc, "message", exc))
+        return None
 
     def _twins(
         self, seed: int, turns: int, probes: list[str], budget_s: float, spread: int

@@ -9,7 +9,7 @@ checked on both sides. `run(script)` executes a one-off script and returns an `E
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from . import wire
@@ -28,6 +28,7 @@ from .limits import SandboxConfig
 from .protocol import WorkerHandle, start_worker
 
 _T = TypeVar("_T")
+StepTuple = tuple[str, float, bool, bool, dict]
 
 
 class SandboxedEnv(WorkerLifecycle):
@@ -157,6 +158,82 @@ class SandboxedEnv(WorkerLifecycle):
         args = (message, timeout, self.config.limits.max_output_bytes)
         return self._step_value(self._timed_step(worker, worker.request, args, timeout, started))
 
+    def step_many(
+        self, actions: Sequence[str], expect: str | None = None, restore: str | None = None
+    ) -> tuple[list[StepTuple], Exception | None] | None:
+        """Take ``actions`` in order in one call to the worker, stopping after the step that
+        ends the episode: the results of the steps taken, and the error the next step raised
+        (None when none did). Each step is what `step` would do, with the same checks and
+        budget; the call's time limit is the steps' together (``Limits.call_wall_s`` each,
+        within the episode's budget), so a step that hangs is stopped later than alone.
+
+        For callers that choose actions before reading the replies (the contract checker's
+        probes and replays): one round trip instead of one per step. ``expect``: an action
+        after the first was chosen expecting the observation ``expect`` before it; the worker
+        stops before the first action whose expectation failed (fewer results, no error).
+        ``restore``: the call first starts an episode from the state `snapshot(restore)` kept
+        (as `restore` would, in the same round trip); None, with no step taken, when this
+        worker keeps no such state: call `reset` and step again."""
+        actions = list(actions)
+        if not actions or len(actions) > wire.MAX_BATCH_STEPS:
+            raise ValueError(f"step_many takes 1 to {wire.MAX_BATCH_STEPS} actions")
+        if not all(isinstance(a, str) for a in actions) or not isinstance(
+            restore, (str, type(None))
+        ):
+            raise TypeError("every action and the restore key must be a str")
+        limits = self.config.limits
+        if restore is not None:
+            if not self._can_restore():
+                return None
+            self._budget.begin(time.monotonic())  # the call's restore starts the episode
+            self._episodes_on_worker += 1
+            self.episodes += 1
+        worker, timeout, started = self._step_budget(actions[0])
+        if restore is not None:
+            timeout = min(timeout + limits.call_wall_s, limits.episode_wall_s)
+        stop: Exception | None = None
+        for n in range(1, len(actions)):  # the steps the episode's budget allows
+            try:
+                self._budget.take_step()
+            except LimitExceeded as exc:  # raised only if the episode gets that far
+                actions, stop = actions[:n], exc
+                break
+            timeout = min(timeout + limits.call_wall_s, limits.episode_wall_s - self._budget.used)
+        message: dict = {"op": "steps", "actions": actions, "expect": expect, "restore": restore}
+        return self._steps_call(worker, message, timeout, started, stop)
+
+    def _steps_call(
+        self, worker: WorkerHandle, message: dict, timeout: float, started: float,
+        stop: Exception | None,
+    ) -> tuple[list[StepTuple], Exception | None] | None:  # fmt: skip
+        actions, expect = message["actions"], message["expect"]
+        cap = len(actions) * self.config.limits.max_output_bytes
+        try:
+            raw = self._timed_step(worker, worker.request, (message, timeout, cap), timeout,
+                                   started)  # fmt: skip
+        except SandboxError as exc:
+            done = [self._step_value(v) for v in (exc.stepped or [])[: len(actions) - 1]]
+            self._budget.steps -= len(actions) - len(done) - 1
+            return done, exc
+        if message["restore"] is not None and raw == {"restored": False}:
+            self._budget.clear()
+            self._episodes_on_worker -= 1
+            self.episodes -= 1
+            return None
+        if not isinstance(raw, list) or not 0 < len(raw) <= len(actions):
+            self._tainted = True
+            raise BadReturn(f"the steps reply is not a list of results: {str(raw)[:80]}")
+        done = [self._step_value(v) for v in raw]
+        stopped = done[-1][2] or done[-1][3] or (expect is not None and done[-1][0] != expect)
+        if any(r[2] or r[3] for r in done[:-1]) or (len(done) < len(actions) and not stopped):
+            self._tainted = True
+            raise BadReturn("the steps reply does not stop where the episode ended")
+        self._budget.steps -= len(actions) - len(done)
+        if stop is not None and len(done) == len(actions) and not (done[-1][2] or done[-1][3]):
+            self._tainted = True  # as `step` past the budget
+            return done, stop
+        return done, None
+
     def start_step(self, action: str) -> Callable[[], tuple[str, float, bool, bool, dict]]:
         """Send one action without waiting for it: calling what this returns waits for the
         step and returns (or raises) what `step` would. Sending to many environments before
@@ -254,15 +331,7 @@ class SandboxedEnv(WorkerLifecycle):
         worker keeps no such state (a new worker after a failure or a recycle): call `reset`."""
         if not isinstance(key, str):
             raise TypeError(f"key must be a str, got {type(key).__name__}")
-        if self._closed:
-            raise ValueError("this environment is closed; open a new one")
-        self._settle()
-        recycle = self.config.recycle_after_episodes
-        if (
-            self._worker is None
-            or not self._worker.alive
-            or (recycle and self._episodes_on_worker >= recycle)
-        ):
+        if not self._can_restore():
             return False
         limits = self.config.limits
         started = time.monotonic()
@@ -275,6 +344,18 @@ class SandboxedEnv(WorkerLifecycle):
         self._episodes_on_worker += 1
         self.episodes += 1
         return True
+
+    def _can_restore(self) -> bool:
+        """Whether this worker may still hold kept states (not replaced, not due a recycle)."""
+        if self._closed:
+            raise ValueError("this environment is closed; open a new one")
+        self._settle()
+        recycle = self.config.recycle_after_episodes
+        return not (
+            self._worker is None
+            or not self._worker.alive
+            or (recycle and self._episodes_on_worker >= recycle)
+        )
 
     def twins(
         self, seed: int, turns: int, probes: list[str] | None = None, budget_s: float = 2.0,

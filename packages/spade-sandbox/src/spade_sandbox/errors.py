@@ -44,6 +44,8 @@ class SandboxError(RuntimeError):
     """Root of all sandbox errors; `.reason` says which family, `.is_infrastructure` whose fault."""
 
     default_reason = ReasonCode.INFRASTRUCTURE
+    stepped: list | None = None
+    """For a failed ``steps`` call: the raw results of the steps before the failing one."""
 
     def __init__(self, message: str, reason: ReasonCode | str | None = None) -> None:
         super().__init__(message)

@@ -226,6 +226,8 @@ class FramedWorker:
             # Only the host decides that the sandbox failed; code in the worker could
             # forge this reason to keep its own failures from being scored.
             error = ProtocolError(f"the worker claimed an infrastructure fault: {error.message}")
+        if isinstance(reply.get("stepped"), list):
+            error.stepped = reply["stepped"]
         if error.reason in FATAL_REASONS:
             self._die()
         raise error

@@ -34,6 +34,8 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024
 """Absolute cap on one frame; a header announcing more is a protocol error, not a big reply."""
 FRAME_OVERHEAD_BYTES = 16 * 1024
 """Room for the JSON envelope and `info` beyond the output cap when sizing a reply cap."""
+MAX_BATCH_STEPS = 32
+"""The most actions one ``steps`` request takes (its reply holds up to this many results)."""
 MAX_DEPTH = 64
 """Deepest nesting of lists and dicts a frame may carry (the envelope counts as one level)."""
 SPIN_S = 50e-6

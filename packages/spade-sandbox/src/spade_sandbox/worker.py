@@ -67,6 +67,7 @@ class Worker:
             "open": host.open,
             "reset": host.reset,
             "step": host.step,
+            "steps": host.steps,
             "call": host.call,
             "snapshot": host.snapshot,
             "restore": host.restore,
@@ -113,6 +114,13 @@ class Worker:
             "python": sys.version.split()[0],
         }
 
+    def _with_stepped(self, reply: dict) -> dict:
+        """An error reply to ``steps`` with the results of the steps before the failing one."""
+        if self.host.stepped is not None:
+            reply["stepped"] = self.host.stepped
+            self.host.stepped = None
+        return reply
+
     # -- loop ----------------------------------------------------------------------------
     def reply(self, frame: bytes) -> None:
         try:
@@ -152,15 +160,18 @@ class Worker:
     def answer(self, msg: dict) -> tuple[dict, bool]:
         """The reply to one request, and whether the worker must exit after sending it."""
         rid, op = msg.get("id"), msg.get("op")
+        self.host.stepped = None
         try:
             handler = self.handlers.get(str(op))
             if handler is None:
                 raise CallError("protocol_error", f"unknown op {op!r}")
             return {"id": rid, "ok": True, "value": handler(msg)}, False
         except CallError as exc:
-            return {"id": rid, "ok": False, "reason": exc.reason, "message": str(exc)}, exc.fatal
+            reply = {"id": rid, "ok": False, "reason": exc.reason, "message": str(exc)}
+            return self._with_stepped(reply), exc.fatal
         except wire.ValueCheckError as exc:
-            return {"id": rid, "ok": False, "reason": exc.kind, "message": str(exc)}, False
+            reply = {"id": rid, "ok": False, "reason": exc.kind, "message": str(exc)}
+            return self._with_stepped(reply), False
         except MemoryError:
             message = "the worker ran out of memory"
             return {"id": rid, "ok": False, "reason": "memory", "message": message}, True

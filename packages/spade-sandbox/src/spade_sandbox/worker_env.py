@@ -94,6 +94,7 @@ class EnvHost:
         self.opened: dict | None = None  # the last `open` request, which `reopen` repeats
         self.code: tuple[str, types.CodeType] | None = None  # (source, its compiled code)
         self.fresh_random: tuple[Any, Any] = (None, None)
+        self.stepped: list | None = None  # the results of a `steps` call before its failure
 
     def start(self) -> str:
         """The import policy on, standard streams captured, one warm-up episode played, the
@@ -270,6 +271,33 @@ class EnvHost:
         return self.guarded_call(
             lambda: wire.check_step(env.step(msg["action"]), self.max_output)  # type: ignore[attr-defined]
         )
+
+    def steps(self, msg: dict) -> list | dict:
+        """Each action of ``msg["actions"]`` through `step`, in order, until one ends the
+        episode: the results. With ``msg["restore"]`` the episode first starts from the state
+        kept under that key (`restore`; ``{"restored": False}`` and no step when none is
+        kept). With ``msg["expect"]`` (an observation) an action after the
+        first is taken only while the last step's observation is that one (the caller chose
+        it expecting so). When a step fails its error propagates and the results before it
+        stay in ``stepped`` (the reply carries them)."""
+        actions, expect = msg["actions"], msg.get("expect")  # a missing expect is None
+        if not isinstance(actions, list) or not 0 < len(actions) <= wire.MAX_BATCH_STEPS:
+            raise CallError("protocol_error", f"steps takes 1 to {wire.MAX_BATCH_STEPS} actions")
+        if msg.get("restore") is not None and not self.restore({"key": msg["restore"]}):
+            return {"restored": False}  # nothing kept under the key: no step taken
+        done: list = []
+        self.stepped = done
+        for action in actions:
+            if not isinstance(action, str):
+                raise CallError("protocol_error", "every action of steps must be a string")
+            if done and expect is not None and done[-1][0] != expect:
+                break
+            result = self.step({"action": action})
+            done.append(result)
+            if result[2] or result[3]:
+                break
+        self.stepped = None
+        return done
 
     def call(self, msg: dict) -> object:
         env = self.require_env()
