@@ -255,6 +255,20 @@ def _batched(env: TextEnvironment) -> Callable[..., Any] | None:
     return many if callable(many) else None
 
 
+def _batch_size(
+    transcript: list[tuple[str, str, float, bool, bool]], first: str, speculate: bool
+) -> int:
+    """How many actions the next call sends: all it may when they do not depend on the
+    replies; when speculating, one from the first observation (the first reply rarely repeats
+    it), many once the last two observations were the same, else two."""
+    if not speculate:
+        return BATCH_STEPS
+    if not transcript:
+        return 1
+    before = transcript[-2][1] if len(transcript) > 1 else first
+    return BATCH_STEPS if transcript[-1][1] == before else 2
+
+
 def _play_batched(
     many: Callable[..., Any], seed: int, policy: Choose, first: str, limits: tuple[int, int],
     speculate: bool, restore: str | None,
@@ -267,7 +281,7 @@ def _play_batched(
     while len(transcript) < max_turns:
         turn = len(transcript)
         chunk: list[str] = []
-        for t in range(turn, min(max_turns, turn + BATCH_STEPS)):
+        for t in range(turn, min(max_turns, turn + _batch_size(transcript, first, speculate))):
             chunk.append(policy(obs, chunk[-1] if chunk else last, t))
         try:
             got = many(chunk, obs if speculate else None, restore)

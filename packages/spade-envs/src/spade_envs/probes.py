@@ -123,9 +123,14 @@ def same_answer(action: str, solution: str, first_observation: str) -> bool:
     return options.get(a) == b or options.get(b) == a
 
 
+def _next_of(actions: Sequence[str], last: str | None) -> str:
+    """The action after ``last`` in ``actions``, cycling (the first when ``last`` is not one)."""
+    return actions[(actions.index(last) + 1) % len(actions)] if last in actions else actions[0]
+
+
 def _cycle(actions: Sequence[str]) -> Policy:
     def policy(_obs: str, last: str | None) -> str:
-        return actions[(actions.index(last) + 1) % len(actions)] if last in actions else actions[0]
+        return _next_of(actions, last)
 
     _OPEN_LOOP.add(policy)
     return policy
@@ -217,7 +222,7 @@ def probe_battery(seed: int) -> list[tuple[str, Policy]]:
         ("random", _cycle(randoms)),
         (
             "tokens",
-            lambda obs, last: _cycle([boxed(t) for t in observation_tokens(obs)])(obs, last),
+            lambda obs, last: _next_of([boxed(t) for t in observation_tokens(obs)], last),
         ),
     ]
 

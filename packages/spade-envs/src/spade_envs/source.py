@@ -30,14 +30,11 @@ parses environment sources from threads (spade-corpus validation) holds it too."
 
 
 @functools.lru_cache(maxsize=64)
-def _top_level_classes(source: str, origin: str) -> tuple[str, ...]:
+def _top_level_classes(source: str) -> tuple[str, ...]:
     """The names of the top-level classes of ``source`` (cached: validation asks for the same
-    source several times, and parsing a large one costs milliseconds)."""
-    try:
-        with PARSE_LOCK:
-            tree = ast.parse(source, filename=origin)
-    except SyntaxError as exc:
-        raise SourceError(f"{origin}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    source several times, and parsing a large one costs milliseconds). SyntaxError as ast."""
+    with PARSE_LOCK:
+        tree = ast.parse(source)
     return tuple(n.name for n in tree.body if isinstance(n, ast.ClassDef))
 
 
@@ -47,7 +44,10 @@ def find_env_class(source: str, class_name: str | None = None, origin: str = "<s
     With ``class_name`` given it must be defined at top level; otherwise there must be exactly
     one top-level class whose name ends in ``Env``.
     """
-    names = _top_level_classes(source, origin)
+    try:
+        names = _top_level_classes(source)
+    except SyntaxError as exc:
+        raise SourceError(f"{origin}: syntax error at line {exc.lineno}: {exc.msg}") from None
     if class_name is not None:
         if class_name not in names:
             raise SourceError(
