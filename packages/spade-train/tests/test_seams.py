@@ -111,7 +111,10 @@ class _Counted(LocalBackend):
 def _sandbox_children() -> set[int]:
     pids: set[int] = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile
+            continue
         pids |= {int(p) for p in text}
     return {p for p in pids if Path(f"/proc/{p}").exists()}
 
