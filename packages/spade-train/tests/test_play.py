@@ -123,6 +123,20 @@ def test_unknown_episode_is_an_error():
         agent.generations_of(result)
 
 
+def test_an_episode_that_failed_before_its_first_turn_has_no_generations():
+    # A held-out game whose reset the sandbox could not serve (in CI once: "the sandbox zygote
+    # did not fork a worker") ends with no assistant turn: nothing to train, not a crash.
+    agent = PolicyAgent(CountingBackend(), lambda call: SamplingParams())
+    broken = GUESS_ENV.replace(
+        "def reset(self, seed=None):",
+        "def reset(self, seed=None):\n        raise OSError('no worker')",
+    )
+    spec = se.EpisodeSpec(se.load_env(broken, "GuessEnv"), seed=1, max_turns=2)
+    result = se.run_episodes([spec], agent)[0]
+    assert result.error is not None and not result.turns
+    assert agent.generations_of(result) == [] and episode_samples(agent, result, 1.0) == []
+
+
 def test_answer_prefix_is_shown_continued_and_never_trained():
     from spade_train.backends import make_backend
     from spade_train.steps.play import episode_end

@@ -83,6 +83,8 @@ class PolicyAgent:
     def generations_of(self, result: se.EpisodeResult) -> list[Generation]:
         """The generations behind each assistant turn of ``result``, in order."""
         turns = sum(m.get("role") == "assistant" for m in result.messages)
+        if turns == 0:  # failed before any turn (a reset the sandbox could not serve)
+            return []
         record = self.records.get(id(result.messages))
         if record is None or record[0] is not result.messages or len(record[1]) != turns:
             raise KeyError(
