@@ -36,7 +36,7 @@ from .play import (
     solution_actions,
     won,
 )
-from .probes import PROBE_NAMES, probe_battery
+from .probes import PROBE_NAMES, Policy, probe_battery
 from .reward_contract import CONTRACT_REASONS, contract_breach
 from .seeding import more_seeds
 
@@ -64,15 +64,7 @@ def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
         if known is not None:  # the same actions as an earlier probe's whole episode
             again, transcript = s.first, known
         else:
-            if index == 0:  # the first probe plays on from check_reset's reset
-                again = s.first
-            elif index == len(battery) - 1:  # a real reset, after the others' episodes
-                again = real_reset(run, s.seed, last_key(s.seed))
-            if index in (0, len(battery) - 1):
-                transcript = probe_on(run, s.seed, probe, again)
-            else:
-                play = lambda first, key, p=probe: probe_on(run, s.seed, p, first, restore=key)  # noqa: E731
-                again, transcript = from_kept(run, s.seed, first_key(s.seed), play)
+            again, transcript = _probe_episode(run, s, probe, index, len(battery))
             for turn in range(len(transcript)):
                 played[tuple(step[0] for step in transcript[: turn + 1])] = transcript[turn]
         if again != s.first:
@@ -88,6 +80,21 @@ def check_probe_episodes(run: CheckRun, s: SeedPlay) -> None:
             )
         run.steps += len(transcript)
         s.probes.append((name, transcript, won(transcript)))
+
+
+def _probe_episode(
+    run: CheckRun, s: SeedPlay, probe: Policy, index: int, count: int
+) -> tuple[str, Transcript]:
+    """The ``index``-th of ``count`` probes' episode and the reset it started from: the first
+    plays on from check_reset's reset, the last after a real reset that follows the others'
+    episodes, the rest from a copy of the seed's reset."""
+    if index == 0:
+        return s.first, probe_on(run, s.seed, probe, s.first)
+    if index == count - 1:
+        again = real_reset(run, s.seed, last_key(s.seed))
+        return again, probe_on(run, s.seed, probe, again)
+    play = lambda first, key: probe_on(run, s.seed, probe, first, restore=key)  # noqa: E731
+    return from_kept(run, s.seed, first_key(s.seed), play)
 
 
 def check_replay(run: CheckRun, s: SeedPlay) -> None:
