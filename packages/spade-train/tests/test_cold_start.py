@@ -50,6 +50,34 @@ def test_a_run_without_a_scaffolded_designer_skips_the_cold_start() -> None:
     assert not load_recipe("quickstart", ["cold_start.enabled=false"]).cold_start_applies
 
 
+def test_every_mode_warms_up_a_fixed_run_and_its_plan_says_which(capsys) -> None:
+    """``cold_start.every_mode``: a fixed-mode run starts from the same warmed weights as a
+    spade run (a comparison's arms share them); the plan names the warm-up or why it is off."""
+    from spade_train.cli import main
+
+    for mode in ("fixed-static", "fixed-rlve"):
+        cfg = load_recipe("quickstart", [f"mode={mode}", "cold_start.every_mode=true"])
+        assert cfg.cold_start_applies
+    overrides = ["mode=fixed-static", "fixed.corpus=starter"]
+    assert main(["train", "--recipe", "quickstart", "--dry-run", *overrides]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "skipped in mode fixed-static" in out and "MISSING" not in out
+    assert (
+        main(
+            [
+                "train",
+                "--recipe",
+                "quickstart",
+                "--dry-run",
+                *overrides,
+                "cold_start.every_mode=true",
+            ]
+        )
+        == 0
+    )
+    assert "designer warm-up on the starter training games" in capsys.readouterr().out
+
+
 def _target_nll(model_dir: str, cfg) -> float:
     from spade_train.cold_start import _encode
 

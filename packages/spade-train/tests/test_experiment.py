@@ -41,20 +41,31 @@ def test_regret_quantiles_match_numpy(regrets: list[float]) -> None:
 
 def test_plan_budgets_are_equal_across_arms(tmp_path: Path) -> None:
     runs = ex.plan("tiny", 3, tmp_path)
-    assert len(runs) == 12 and {r.arm for r in runs} == set(ex.ARMS)
+    assert len(runs) == 15 and {r.arm for r in runs} == set(ex.ARMS)
     shared = ex.check_budgets(runs)
     assert shared["cycles"] == 1 and shared["envs_per_cycle"] == 6
-    assert ex.plan("mini", 1, tmp_path)[0].cycles == ex.SIZES["mini"]
+    mini = {r.arm: r for r in ex.plan("mini", 1, tmp_path)}
+    assert mini["spade"].cycles == mini["fixed-starter"].cycles == ex.SIZES["mini"] > 1
+    assert mini[ex.UNTRAINED].cycles == 1  # its update changes nothing: one cycle scores it
+    assert ex.check_budgets(list(mini.values()))["cycles"] == ex.SIZES["mini"]
 
 
 def test_every_arm_starts_and_is_scored_alike(tmp_path: Path) -> None:
-    """No arm gets the designer cold start, and every arm plays the held-out games the same
-    way: no hinted plays, the same held-out corpus and schedule."""
+    """Every arm starts from the same warmed weights (the cold start runs in every mode, with
+    the same settings, so one cached warm-up serves them all), and every arm plays the held-out
+    games the same way: no hinted plays, the same held-out corpus and schedule."""
+    from spade_train.cold_start import designer_pairs
     from spade_train.config import load_recipe
 
     cfgs = {r.arm: load_recipe("quickstart", r.overrides()) for r in ex.plan("tiny", 1, tmp_path)}
-    assert load_recipe("quickstart", []).cold_start_applies  # the recipe alone would warm up
-    assert not any(c.cold_start_applies for c in cfgs.values())
+    assert not load_recipe("quickstart", ["mode=fixed-rlve"]).cold_start_applies  # alone: no
+    assert all(c.cold_start_applies for c in cfgs.values())
+    assert len({json.dumps(designer_pairs(c)) for c in cfgs.values()}) == 1
+    assert len({c.cold_start.model_dump_json() for c in cfgs.values()}) == 1
+    assert {(c.fixed.corpus, c.fixed.split) for c in cfgs.values() if c.mode != "spade"} == {
+        (ex.STATIC_CORPUS, "train"),
+        ("starter", "train"),
+    }
     assert {
         (c.eval.heldout, c.eval.heldout_every, c.eval.heldout_hints) for c in cfgs.values()
     } == {(ex.HELDOUT_CORPUS, 1, False)}
@@ -76,6 +87,7 @@ def test_plan_refuses_unknown_size_and_arm(tmp_path: Path) -> None:
 
 
 def test_heldout_games_are_disjoint_from_static_corpus() -> None:
+    assert ex.TRAIN_CORPORA == (ex.STATIC_CORPUS, "starter")  # both fixed arms' games checked
     assert ex.heldout_disjoint() == 6
 
 
@@ -101,6 +113,9 @@ def test_states_collect_and_table(tmp_path: Path) -> None:
     md = ex.table(results)
     lo, hi = stats.t.interval(0.95, 2, loc=0.3, scale=stats.sem([0.2, 0.3, 0.4]))
     assert f"0.300 [{lo:.3f}, {hi:.3f}]" in md and "| no training | 3 |" in md
+    diffs = [0.1, 0.2, 0.15]  # SPADE minus no training, seed by seed
+    lo, hi = stats.t.interval(0.95, 2, loc=0.15, scale=stats.sem(diffs))
+    assert f"| no training | 3 | +0.150 [{lo:+.3f}, {hi:+.3f}] | +0.100, +0.200, +0.150 |" in md
     ex.write_results(runs, tmp_path)
     assert (tmp_path / "rq1.png").stat().st_size > 1000
     assert "SPADE self-play" in (tmp_path / "results.md").read_text()
@@ -116,7 +131,7 @@ def test_finished_run_is_not_rerun(tmp_path: Path) -> None:
 def test_cli_dry_run_prints_plan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["experiment", "rq1-mini", "--dry-run", "--root", str(tmp_path), "--seeds", "3"])
     out = capsys.readouterr().out
-    assert rc == 0 and "12 runs" in out and "'cycles': 1" in out and "disjoint" in out
+    assert rc == 0 and "15 runs" in out and "'cycles': 1" in out and "disjoint" in out
     bad = main(["experiment", "rq1-mini", "--dry-run", "--root", str(tmp_path), "--arms", "x"])
     assert bad == 2
 

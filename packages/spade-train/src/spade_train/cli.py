@@ -53,26 +53,29 @@ def _plan(cfg: Any) -> list[tuple[str, str]]:
                 f"{d.grounding.enabled and d.grounding.mode} / {d.memory.enabled}",
             ),
         ]
-        if cfg.cold_start.enabled:
-            c = cfg.cold_start
-            what = (
-                f"designer warm-up on the starter training games, {c.epochs} epochs, "
-                f"lr {c.lr}, seed {c.seed} (cached after the first run)"
-                if cfg.cold_start_applies
-                else "skipped: no scaffolded designer to teach"
-            )
-            rows.append(("cold start", what))
     elif cfg.mode == "fixed-static":
-        corpus = cfg.fixed.corpus
-        if corpus != "example" and ("${" in corpus or not Path(corpus).exists()):
-            from spade_train.loop import corpus_missing
+        from spade_train.sources import corpus_path
 
-            corpus = f"MISSING: {corpus_missing(corpus)}"
+        try:
+            corpus = str(corpus_path(cfg))
+        except FileNotFoundError as exc:
+            corpus = f"MISSING: {exc}"
         rows.append(("static corpus", f"{corpus} (split {cfg.fixed.split})"))
     elif cfg.mode == "fixed-rlve":
         rows += _rlve_plan(cfg)
     else:
         rows.append(("procedural generators", ", ".join(cfg.fixed.generators)))
+    if cfg.cold_start.enabled:
+        c = cfg.cold_start
+        what = (
+            f"designer warm-up on the starter training games, {c.epochs} epochs, "
+            f"lr {c.lr}, seed {c.seed} (cached after the first run)"
+            if cfg.cold_start_applies
+            else "skipped: no scaffolded designer to teach"
+            if not cfg.designer.scaffold
+            else f"skipped in mode {cfg.mode} (cold_start.every_mode=false)"
+        )
+        rows.append(("cold start", what))
     hints = "with and without hint" if hint_plays(cfg) else "without hint"
     rows += [
         (
@@ -405,10 +408,13 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     print(f"experiment {args.name}, size {args.size}: {len(runs)} runs in {root}")
-    print(f"budget (every arm): {shared}")
-    print(f"held-out: {n_heldout} {ex.HELDOUT_CORPUS} games, disjoint from {ex.STATIC_CORPUS}")
+    print(f"budget (every training arm): {shared}")
+    print(
+        f"held-out: {n_heldout} {ex.HELDOUT_CORPUS} games, disjoint from the training games "
+        f"of {', '.join(ex.TRAIN_CORPORA)}"
+    )
     for run in runs:
-        print(f"  {run.arm:<12} seed {run.seed}: {ex.state(run)}")
+        print(f"  {run.arm:<13} seed {run.seed}: {ex.state(run)}")
     if args.dry_run:
         return 0
     try:
@@ -446,9 +452,9 @@ def build_parser() -> argparse.ArgumentParser:
     recipes.set_defaults(func=cmd_recipes)
     exp = sub.add_parser("experiment", help="run a comparison of training arms over seeds")
     exp.add_argument("name", choices=["rq1-mini"])
-    exp.add_argument("--size", default="tiny", help="tiny (1 cycle a run) or mini (6 cycles)")
+    exp.add_argument("--size", default="tiny", help="tiny (1 cycle a run) or mini (4 cycles)")
     exp.add_argument("--seeds", type=int, default=3)
-    exp.add_argument("--arms", help="comma-separated subset of the arms (default all four)")
+    exp.add_argument("--arms", help="comma-separated subset of the arms (default all five)")
     exp.add_argument("--root", default="runs/rq1-mini", help="experiment directory")
     exp.add_argument("--dry-run", action="store_true", help="print the plan and budgets only")
     exp.set_defaults(func=cmd_experiment)

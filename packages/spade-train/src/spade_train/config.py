@@ -172,9 +172,11 @@ class RunConfig(Strict):
     @property
     def cold_start_applies(self) -> bool:
         """Whether this run warms its policy up first: ``cold_start.enabled`` and a scaffolded
-        designer to teach (mode spade; the scaffold is a games-setting feature). A run of
-        another mode built on the quickstart recipe skips the warm-up and says so."""
-        return self.cold_start.enabled and self.designer.scaffold and self.mode == "spade"
+        designer to teach (mode spade, or any mode with ``cold_start.every_mode``; the scaffold
+        is a games-setting feature). A run of another mode built on the quickstart recipe skips
+        the warm-up and says so."""
+        c = self.cold_start
+        return c.enabled and self.designer.scaffold and (self.mode == "spade" or c.every_mode)
 
 
 # -- recipes ---------------------------------------------------------------------------------

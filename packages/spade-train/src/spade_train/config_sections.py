@@ -414,7 +414,10 @@ class ColdStartConfig(Strict):
 
     enabled: bool = False
     """Warm the policy up before the first cycle (only with a scaffolded designer in ``mode:
-    spade``; see ``RunConfig.cold_start_applies``)."""
+    spade``, unless ``every_mode``; see ``RunConfig.cold_start_applies``)."""
+    every_mode: bool = False
+    """Warm up in the fixed modes too (they never design, but a comparison of modes then starts
+    every arm from the same weights; ``spade experiment`` sets it)."""
     epochs: int = Field(2, ge=1, le=MAX_COUNT)
     """Passes over the warm-up's examples."""
     lr: float = Field(3e-5, gt=0.0)

@@ -1,12 +1,15 @@
 """`spade experiment rq1-mini`: the paper's first research question in miniature on CPU.
 
-Four arms train the embedded quickstart policy for the same budget (cycles x environments x
-episodes x turns x tokens): SPADE self-play, fixed-environment GRPO on a static corpus (the
-example corpus's training split), fixed-environment RLVE, and no training (the learning rate
-at its smallest allowed value, so the update changes no float32 weight). Every arm starts from
-the same weights (no designer cold start) and is played on the starter corpus's held-out games
-after its last cycle's update, without hints, with the same episodes and episode seeds in every
-arm (``COMPARABLE``); each arm runs over several seeds.
+Four training arms train the embedded quickstart policy for the same budget (cycles x
+environments x episodes x turns x tokens): SPADE self-play; fixed-environment GRPO on a static
+corpus (the example corpus's training split, the stand-in for the released static corpus);
+fixed-environment GRPO on the starter corpus's training games (SPADE's seed pool without its
+designs: what the designer adds); fixed-environment RLVE. A fifth arm, no training, plays one
+cycle at the learning rate's smallest allowed value (the update changes no float32 weight) and
+scores the starting weights. Every arm starts from the same weights (the quickstart's cached
+designer cold start, applied in every mode) and is played on the starter corpus's held-out
+games after its last cycle's update, without hints, with the same episodes and episode seeds in
+every arm (``COMPARABLE``); each arm runs over several seeds.
 Each arm x seed is one run directory under the experiment root: a finished one is never re-run,
 a partial one resumes from its last checkpoint (or starts again when it has none)."""
 
@@ -26,16 +29,21 @@ HELDOUT_CORPUS = "starter"
 STATIC_CORPUS = "example"
 METRIC = "heldout/return_nohint"
 NO_TRAIN_LR = 1.0e-30
-# Every arm starts from the same weights and is scored the same way: no designer cold start
-# (the quickstart's warm-up applies to mode spade only, so the fixed arms cannot have it), and
-# the held-out games played without hints only: the same games, episodes, and episode seeds.
-COMPARABLE = ["cold_start.enabled=false", "eval.heldout_hints=false"]
-SIZES: dict[str, int] = {"tiny": 1, "mini": 6}
+# Every arm starts from the same weights and is scored the same way: the quickstart's designer
+# cold start in every mode (one cached warm-up; without it the 135M designer closed no code
+# block in 20 designs, so SPADE's pool was the starter games alone), and the held-out games
+# played without hints only: the same games, episodes, and episode seeds.
+COMPARABLE = ["cold_start.enabled=true", "cold_start.every_mode=true", "eval.heldout_hints=false"]
+# mini: 4 cycles, so that 5 arms x 3 seeds finish in about two hours on an idle 2-core machine
+SIZES: dict[str, int] = {"tiny": 1, "mini": 4}
+UNTRAINED = "no-training"
+TRAIN_CORPORA = (STATIC_CORPUS, "starter")
 ARMS: dict[str, list[str]] = {
     "spade": ["mode=spade"],
     "fixed-static": ["mode=fixed-static", f"fixed.corpus={STATIC_CORPUS}", "fixed.split=train"],
+    "fixed-starter": ["mode=fixed-static", f"fixed.corpus={TRAIN_CORPORA[1]}", "fixed.split=train"],
     "fixed-rlve": ["mode=fixed-rlve"],
-    "no-training": [
+    UNTRAINED: [
         "mode=fixed-static",
         f"fixed.corpus={STATIC_CORPUS}",
         "fixed.split=train",
@@ -45,8 +53,9 @@ ARMS: dict[str, list[str]] = {
 ARM_LABELS = {
     "spade": "SPADE self-play",
     "fixed-static": f"fixed-env GRPO (static `{STATIC_CORPUS}` corpus)",
+    "fixed-starter": "fixed-env GRPO (`starter` training games)",
     "fixed-rlve": "fixed-env RLVE",
-    "no-training": "no training",
+    UNTRAINED: "no training",
 }
 
 
@@ -82,7 +91,10 @@ def plan(size: str, seeds: int, root: Path, arms: list[str] | None = None) -> li
     unknown = [a for a in chosen if a not in ARMS]
     if unknown:
         raise ValueError(f"unknown arm(s) {', '.join(unknown)}; use {', '.join(ARMS)}")
-    return [Run(a, s, SIZES[size], root) for s in range(seeds) for a in chosen]
+    # the untrained arm's update changes nothing: one cycle scores the same weights as many
+    return [
+        Run(a, s, 1 if a == UNTRAINED else SIZES[size], root) for s in range(seeds) for a in chosen
+    ]
 
 
 def budget(run: Run) -> dict[str, Any]:
@@ -102,9 +114,12 @@ def budget(run: Run) -> dict[str, Any]:
 
 
 def check_budgets(runs: list[Run]) -> dict[str, Any]:
-    """The one budget every arm shares; a ValueError naming the arm whose budget differs."""
+    """The one budget every training arm shares; a ValueError naming the arm whose budget
+    differs (the untrained arm has none)."""
     first: dict[str, Any] | None = None
     for run in runs:
+        if run.arm == UNTRAINED:
+            continue
         b = budget(run)
         if first is None:
             first = b
@@ -114,18 +129,19 @@ def check_budgets(runs: list[Run]) -> dict[str, Any]:
 
 
 def heldout_disjoint() -> int:
-    """Assert no static training game is a held-out game (by id and by source); returns the
-    number of held-out games."""
+    """Assert no training game of a fixed arm (the static and the starter corpus's ``train``
+    splits) is a held-out game, by id and by source; returns the number of held-out games."""
     import spade_envs as se
 
-    static = se.load_corpus(se.resolve_corpus_path(STATIC_CORPUS))
     held = se.load_corpus(se.resolve_corpus_path(HELDOUT_CORPUS))
-    train = [r for r in static.records if r.split == "train"]
     heldout = [r for r in held.records if r.split == "heldout"]
-    ids = {r.id for r in train} & {r.id for r in heldout}
-    srcs = {static.source(r.id) for r in train} & {held.source(r.id) for r in heldout}
-    if ids or srcs:
-        raise ValueError(f"held-out games overlap the static corpus: {sorted(ids) or 'sources'}")
+    for name in TRAIN_CORPORA:
+        static = se.load_corpus(se.resolve_corpus_path(name))
+        train = [r for r in static.records if r.split == "train"]
+        ids = {r.id for r in train} & {r.id for r in heldout}
+        srcs = {static.source(r.id) for r in train} & {held.source(r.id) for r in heldout}
+        if ids or srcs:
+            raise ValueError(f"held-out games overlap {name}'s training games: {sorted(ids)}")
     return len(heldout)
 
 
@@ -203,12 +219,15 @@ def collect(runs: list[Run]) -> dict[str, dict[str, Any]]:
     """Per arm: each finished seed's last held-out return, episode count and wall time."""
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
-        arm = out.setdefault(run.arm, {"values": [], "episodes": 0, "seconds": 0.0, "curve": {}})
+        arm = out.setdefault(
+            run.arm, {"values": [], "seeds": [], "episodes": 0, "seconds": 0.0, "curve": {}}
+        )
         rows = read_rows(run.run_dir)
         last = [r for r in rows if r.get("cycle") == run.cycles and METRIC in r]
         if not last:
             continue
         arm["values"].append(float(last[-1][METRIC]))
+        arm["seeds"].append(run.seed)
         arm["episodes"] += int(last[-1].get("heldout/episodes", 0))
         arm["seconds"] += sum(float(r.get("time/cycle_s", 0.0)) for r in rows)
         for r in rows:
@@ -231,6 +250,35 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ci = f"[{lo:.3f}, {hi:.3f}]" if not math.isnan(lo) else "(one seed)"
         n = len(r["values"])
         lines.append(f"| {ARM_LABELS[arm]} | {n} | {mean:.3f} {ci} | {r['episodes']} |")
+    return "\n".join(lines) + "\n" + paired_table(results)
+
+
+def paired(results: dict[str, dict[str, Any]], arm: str, base: str = "spade") -> list[float]:
+    """``base`` minus ``arm`` on each seed both finished (the arms share seeds and held-out
+    episodes, so the difference removes what the seed does to both)."""
+    a = dict(zip(results[arm]["seeds"], results[arm]["values"], strict=True))
+    b = dict(zip(results[base]["seeds"], results[base]["values"], strict=True))
+    return [b[s] - a[s] for s in sorted(a.keys() & b.keys())]
+
+
+def paired_table(results: dict[str, dict[str, Any]], base: str = "spade") -> str:
+    """SPADE minus each other arm, paired by seed: mean [95 % t-interval] and the per-seed
+    differences (empty when SPADE has no finished seed)."""
+    if base not in results or not results[base]["values"]:
+        return ""
+    lines = [
+        "",
+        f"| {ARM_LABELS[base]} minus | paired seeds | mean [95 % CI] | per seed |",
+        "|---|---:|---|---|",
+    ]
+    for arm in results:
+        diffs = paired(results, arm, base) if arm != base else []
+        if not diffs:
+            continue
+        mean, lo, hi = t_interval(diffs)
+        ci = f"[{lo:+.3f}, {hi:+.3f}]" if not math.isnan(lo) else "(one seed)"
+        each = ", ".join(f"{d:+.3f}" for d in diffs)
+        lines.append(f"| {ARM_LABELS[arm]} | {len(diffs)} | {mean:+.3f} {ci} | {each} |")
     return "\n".join(lines) + "\n"
 
 
