@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import functools
 import json
 import sys
 import time
@@ -29,8 +28,7 @@ from spade_train.backends import make_backend
 from spade_train.cold_start import policy_model
 from spade_train.config import RunConfig, load_recipe
 from spade_train.core.pool import EnvPool
-from spade_train.core.scaffold import reference_sources
-from spade_train.core.skeleton import PUZZLE_COPY_SHARE, shared_puzzle
+from spade_train.core.skeleton import PUZZLE_COPY_SHARE, nearest_reference, shared_puzzle
 from spade_train.errors import RecipeError
 from spade_train.progress import StageProgress
 from spade_train.resources import NO_GROUNDING, SandboxValidator
@@ -38,25 +36,6 @@ from spade_train.steps import admit as s_admit
 from spade_train.steps import design as s_design
 from spade_train.steps import validate as s_validate
 from spade_train.steps.records import Validated
-
-
-def _shingles(source: str) -> frozenset[tuple[str, ...]]:
-    """The 5-token shingles of the identifier- and literal-blind token stream that spade-corpus's
-    near-duplicate detection hashes (here compared exactly, not estimated)."""
-    tokens = sc.structure_tokens(source)
-    return frozenset(tuple(tokens[i : i + 5]) for i in range(max(1, len(tokens) - 4)))
-
-
-@functools.lru_cache(maxsize=1)
-def _reference_shingles() -> tuple[tuple[str, frozenset[tuple[str, ...]]], ...]:
-    return tuple((ref, _shingles(src)) for ref, src in reference_sources())
-
-
-def nearest_reference(source: str) -> tuple[str, float]:
-    """The reference game structurally closest to ``source`` and their shingle Jaccard."""
-    mine = _shingles(source)
-    scored = [(ref, len(mine & s) / len(mine | s)) for ref, s in _reference_shingles()]
-    return max(scored, key=lambda x: x[1])
 
 
 def _revalidate(cfg: RunConfig, x: Validated, sandbox: ss.SandboxPool) -> str | None:

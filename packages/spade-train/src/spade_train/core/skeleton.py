@@ -39,6 +39,7 @@ __all__ = [
     "assemble",
     "class_name",
     "hole_of",
+    "nearest_reference",
     "prefix",
     "puzzle_source",
     "shared_puzzle",
@@ -165,6 +166,14 @@ def _shingles(source: str) -> frozenset[tuple[str, ...]]:
 @functools.lru_cache(maxsize=1)
 def _reference_shingles() -> tuple[tuple[str, frozenset[tuple[str, ...]]], ...]:
     return tuple((ref, _shingles(src)) for ref, src in reference_sources())
+
+
+def nearest_reference(source: str) -> tuple[str, float]:
+    """The reference game structurally closest to a whole program and their exact 5-token
+    shingle Jaccard (the near-duplicate check's tokens, compared exactly, not estimated)."""
+    mine = _shingles(source)
+    scored = [(ref, len(mine & s) / len(mine | s)) for ref, s in _reference_shingles()]
+    return max(scored, key=lambda x: x[1])
 
 
 def shared_puzzle(source: str) -> tuple[str, float]:
