@@ -283,28 +283,52 @@ def paired_table(results: dict[str, dict[str, Any]], base: str = "spade") -> str
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path) -> None:
-    """Bars of each arm's held-out mean with its 95 % t-interval, the seeds as points."""
+    """Left: each arm's held-out mean with its 95 % t-interval (band) and seeds (dots). Right:
+    each arm's training return per cycle (its own pool's games, no hint), mean and 95 %
+    t-interval over seeds, so a reader sees whether an arm's update had a signal at all."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    _heldout_bars(left, results)
+    _training_curves(right, results)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _heldout_bars(ax: Any, results: dict[str, dict[str, Any]]) -> None:
     for i, r in enumerate(results.values()):
         if not r["values"]:
             continue
         mean, lo, hi = t_interval(r["values"])
         if not math.isnan(lo):
-            ax.fill_between([i - 0.3, i + 0.3], lo, hi, alpha=0.25)
+            ax.fill_between([i - 0.3, i + 0.3], lo, hi, alpha=0.25, color=f"C{i}")
         ax.hlines(mean, i - 0.3, i + 0.3, colors="black")
-        ax.scatter([i] * len(r["values"]), r["values"], s=14, zorder=3)
-    ax.set_xticks(range(len(results)), [a for a in results], fontsize=8)
+        ax.scatter([i] * len(r["values"]), r["values"], s=14, zorder=3, color=f"C{i}")
+    ax.set_xticks(range(len(results)), list(results), fontsize=8)
     ax.set_ylabel("held-out return, no hint")
-    ax.set_title("RQ1 mini: mean (line), 95 % t-interval over seeds (band), seeds (dots)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    ax.set_title("held-out: mean (line), 95 % t-interval (band), seeds (dots)", fontsize=9)
+
+
+def _training_curves(ax: Any, results: dict[str, dict[str, Any]]) -> None:
+    for i, (arm, r) in enumerate(results.items()):
+        cycles = sorted(r["curve"])
+        if not cycles:
+            continue
+        stats = [t_interval(r["curve"][c]) for c in cycles]
+        ax.plot(cycles, [m for m, _, _ in stats], marker="o", ms=3, label=arm, color=f"C{i}")
+        if all(not math.isnan(lo) for _, lo, _ in stats):
+            lows, highs = [lo for _, lo, _ in stats], [hi for _, _, hi in stats]
+            ax.fill_between(cycles, lows, highs, alpha=0.2, color=f"C{i}")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("cycle")
+    ax.set_ylabel("training return, no hint (own pool)")
+    ax.set_title("training: mean over seeds, 95 % t-interval (band)", fontsize=9)
+    ax.legend(fontsize=7)
 
 
 def run_one(run: Run) -> int:
