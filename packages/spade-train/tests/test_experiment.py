@@ -150,3 +150,17 @@ def test_wall_times_keep_whole_runs_only(tmp_path: Path) -> None:
     ex.record_wall(root, ex.Run("no-training", 0, 1, root), "new", 48.5)  # a rerun replaces
     assert ex.read_walls(root) == {("spade", 0): 130.25, ("no-training", 0): 48.5}
     assert ex.read_walls(tmp_path / "none") == {}
+
+
+def test_a_finished_run_drops_its_optimizer_state_only(tmp_path: Path) -> None:
+    done, going = ex.Run("spade", 0, 1, tmp_path), ex.Run("spade", 1, 2, tmp_path)
+    for run in (done, going):
+        _write_rows(run, [{"cycle": 1, ex.METRIC: 0.5}])
+        ckpt = run.run_dir / "checkpoints" / "cycle_0001"
+        (ckpt / "policy").mkdir(parents=True)
+        (ckpt / "policy" / "model.safetensors").write_bytes(b"w" * 10)
+        (ckpt / "policy.trainer.pt").write_bytes(b"o" * 20)
+    assert ex.drop_optimizer_state(done) == 20 and ex.drop_optimizer_state(going) == 0
+    assert not (done.run_dir / "checkpoints/cycle_0001/policy.trainer.pt").exists()
+    assert (done.run_dir / "checkpoints/cycle_0001/policy/model.safetensors").exists()
+    assert (going.run_dir / "checkpoints/cycle_0001/policy.trainer.pt").exists()  # resumes
