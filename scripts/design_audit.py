@@ -83,6 +83,7 @@ def audit(run_dir: Path, pool: ss.SandboxPool | None) -> dict[str, Any]:
         "valid": len(valid),
         "copies": len(copies),
         "new": len(valid) - len(copies),
+        "nearest": near,
         "nearest_median": statistics.median(near) if near else float("nan"),
         "revalidated": len(valid) if pool is not None else 0,
         "rejected": dict(rejected),
@@ -115,13 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     with ss.SandboxPool(ss.SandboxConfig(), size=2) as pool:
         for d in args.run_dirs:
             audits.append(audit(d, None if args.no_revalidate else pool))
-    total: dict[str, Any] = {"run": "**all**", "rejected": {}, "failed": {}, "nearest_median": 0}
+    total: dict[str, Any] = {"run": "**all**", "rejected": {}, "failed": {}}
     for key in ("designs", "valid", "copies", "new", "revalidated"):
         total[key] = sum(a[key] for a in audits)
     for key in ("rejected", "failed"):
         total[key] = dict(sum((collections.Counter(a[key]) for a in audits), collections.Counter()))
-    medians = [a["nearest_median"] for a in audits if a["valid"]]
-    total["nearest_median"] = statistics.median(medians) if medians else float("nan")
+    near = [x for a in audits for x in a["nearest"]]
+    total["nearest_median"] = statistics.median(near) if near else float("nan")
     print("| run | valid | copies | new | nearest (median) | rejected on revalidation | failed |")
     print("|---|---:|---:|---:|---:|---|---|")
     for a in [*audits, total]:

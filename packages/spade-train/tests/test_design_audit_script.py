@@ -1,6 +1,7 @@
 """scripts/design_audit.py on a run directory written by hand: a starter game copied verbatim
-(valid, a copy, nearest Jaccard 1), a mutation that prints its answer (the run accepted it,
-the strict validator's probes reject it) and a reply that failed to parse."""
+(valid, a copy, nearest Jaccard 1), the mutation of it that the 2026-12-07 experiment's runs
+accepted on 2 seeds ("I doubled a number and got 7", answer 7: the question prints the
+answer, and the strict validator's probes reject it) and a reply that failed to parse."""
 
 from __future__ import annotations
 
@@ -13,39 +14,6 @@ import spade_envs as se
 
 ROOT = Path(__file__).resolve().parents[3]
 
-LEAKING = """import random
-import re
-
-
-class HalfEnv:
-    skill = "Math"
-
-    def __init__(self, max_turns=3, **kwargs):
-        self.max_turns = max_turns
-        self.answer, self.turn, self.done = 0, 0, True
-
-    def reset(self, seed=None):
-        self.answer = random.Random(seed).randint(2, 9)
-        self.turn, self.done = 0, False
-        return f"I halved a number and got {self.answer}. What was it? Reply \\\\boxed{{N}}.", {}
-
-    def step(self, action):
-        if self.done:
-            return "The game is over.", 0.0, True, False, {}
-        found = re.findall(r"\\\\boxed\\{\\s*(-?\\d+)\\s*\\}", action)
-        guess = int(found[-1]) if found else None
-        self.done = True
-        if guess == self.answer:
-            return "Correct.", 1.0, True, False, {}
-        return "Wrong.", 0.0, True, False, {}
-
-    def solution(self):
-        return f"\\\\boxed{{{self.answer}}}"
-
-    def close(self):
-        pass
-"""
-
 
 def _row(skill: str, source: str | None, valid: bool, **extra: object) -> dict[str, object]:
     text = "```python\n" + (source or "class Broken(:\n") + "```"
@@ -55,12 +23,14 @@ def _row(skill: str, source: str | None, valid: bool, **extra: object) -> dict[s
 def test_the_audit_counts_copies_new_designs_and_strict_rejections(tmp_path: Path) -> None:
     starter = se.load_corpus(se.resolve_corpus_path("starter"))
     halving = starter.source("math_halving")
+    leaking = halving.replace("total = 2 * self.answer", "total = self.answer")
+    assert leaking != halving
     run = tmp_path / "run"
     (run / "designs").mkdir(parents=True)
     (run / "config.yaml").write_text("agent:\n  max_turns: 3\n")
     rows = [
         _row("Math", halving, True, copy_of="ref:starter/math_halving", reason=None),
-        _row("Math", LEAKING, True, copy_of=None, reason=None),
+        _row("Math", leaking, True, copy_of=None, reason=None),
         _row("Logic", None, False, copy_of=None, reason="syntax_error"),
     ]
     (run / "designs" / "cycle_0001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
